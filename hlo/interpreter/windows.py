@@ -1,0 +1,366 @@
+"""Numpy kernels for the window-shaped HLO ops: reduce, reduce-window,
+select-and-scatter and pad, plus the shared window geometry helpers.
+
+A window (the `window={size=... stride=... pad=... lhs_dilate=... rhs_dilate=...}`
+attribute) is described by `Window`, one `WindowDim` per operand dimension. All
+kernels here follow XLA's evaluator: the base (lhs) dilation inserts holes between
+input elements, padding extends (or, when negative, crops) the dilated base, and a
+window position reads the taps `o*stride - pad_low + w*window_dilation`; taps that
+land on padding or holes are skipped rather than read.
+
+Called computations arrive as `Combiner`s and are applied to whole arrays: the
+loops below run over window taps, tree levels or scatter rounds, never over
+output elements.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..shapes import type_of_dtype
+from .combiner import Combiner
+
+
+# --------------------------------------------------------------------------- window attribute
+
+
+from ..attributes import Window, WindowDim  # noqa: E402  (shared with the IR)
+
+def dilated_size(n: int, dilation: int) -> int:
+    """Length of `n` elements spread `dilation` apart (0 stays 0)."""
+    return 0 if n == 0 else (n - 1) * dilation + 1
+
+
+def _check_window_dim(k: int, wd: WindowDim) -> None:
+    if wd.size <= 0:
+        raise ValueError(f"window dimension {k}: size must be positive, got {wd.size}")
+    if wd.stride <= 0:
+        raise ValueError(f"window dimension {k}: stride must be positive, got {wd.stride}")
+    if wd.base_dilation < 1 or wd.window_dilation < 1:
+        raise ValueError(f"window dimension {k}: dilations must be >= 1, got "
+                         f"lhs_dilate={wd.base_dilation} rhs_dilate={wd.window_dilation}")
+
+
+def window_output_dims(input_dims: Sequence[int], window: Window) -> tuple[int, ...]:
+    """Output dims of sliding `window` over an input of `input_dims` (XLA's
+    InferWindowOutputShape); ValueError for an invalid window."""
+    if len(window.dims) != len(input_dims):
+        raise ValueError(f"window has {len(window.dims)} dimensions but the operand has "
+                         f"{len(input_dims)}")
+    out = []
+    for k, (n, wd) in enumerate(zip(input_dims, window.dims)):
+        _check_window_dim(k, wd)
+        base = wd.padding_low + dilated_size(n, wd.base_dilation) + wd.padding_high
+        if base < 0:
+            raise ValueError(f"window dimension {k}: padding {wd.padding_low}_{wd.padding_high} "
+                             f"removes more than the {n} (dilated) input elements")
+        win = dilated_size(wd.size, wd.window_dilation)
+        out.append(0 if win > base else (base - win) // wd.stride + 1)
+    return tuple(out)
+
+
+def window_padding_config(window: Window) -> tuple[tuple[int, int, int], ...]:
+    """The pad config (low, high, interior) that builds a window's padded, dilated base."""
+    return tuple((wd.padding_low, wd.padding_high, wd.base_dilation - 1) for wd in window.dims)
+
+
+def _window_has_holes(window: Window) -> bool:
+    return any(wd.padding_low or wd.padding_high or wd.base_dilation > 1 for wd in window.dims)
+
+
+def _tap_slices(tap: Sequence[int], window: Window, out_dims: Sequence[int]) -> tuple:
+    """Index selecting, in the padded base, tap `tap` of every window position."""
+    slices = []
+    for w, wd, o in zip(tap, window.dims, out_dims):
+        start = w * wd.window_dilation
+        slices.append(slice(start, start + (o - 1) * wd.stride + 1, wd.stride))
+    return tuple(slices) + (Ellipsis,)  # Ellipsis keeps rank-0 results as arrays
+
+
+def _taps(window: Window):
+    """Window tap offsets in row-major order."""
+    return itertools.product(*(range(wd.size) for wd in window.dims))
+
+
+def _real_cells_mask(shape: Sequence[int], window: Window) -> Optional[np.ndarray]:
+    """Boolean padded-base mask of real input elements, or None if every cell is real."""
+    if not _window_has_holes(window):
+        return None
+    return pad(np.ones(shape, dtype=bool), np.array(False), window_padding_config(window))
+
+
+# --------------------------------------------------------------------------- pad
+
+
+def _pad_output_dims(in_dims, config) -> tuple[int, ...]:
+    if len(config) != len(in_dims):
+        raise ValueError(f"padding config has {len(config)} dimensions but the operand has "
+                         f"{len(in_dims)}")
+    out = []
+    for k, (n, (lo, hi, interior)) in enumerate(zip(in_dims, config)):
+        if interior < 0:
+            raise ValueError(f"pad dimension {k}: negative interior padding {interior}")
+        size = lo + hi + n + max(n - 1, 0) * interior
+        if size < 0:
+            raise ValueError(f"pad dimension {k}: padding {lo}_{hi}_{interior} of {n} "
+                             f"elements gives negative size {size}")
+        out.append(size)
+    return tuple(out)
+
+
+def _pad_copy_slices(n: int, lo: int, interior: int, size: int) -> tuple[slice, slice]:
+    """(source slice, destination slice) of the elements that survive cropping.
+
+    Source element i lands at lo + i*(interior+1); keep those inside [0, size).
+    """
+    step = interior + 1
+    first = 0 if lo >= 0 else (-lo + step - 1) // step  # ceil(-lo / step)
+    room = size - 1 - lo  # largest offset i*step that still fits
+    last = min(n - 1, room // step) if room >= 0 else -1
+    if last < first:
+        return slice(0, 0), slice(0, 0)
+    dst_start = lo + first * step
+    return slice(first, last + 1), slice(dst_start, dst_start + (last - first) * step + 1, step)
+
+
+def pad(operand: np.ndarray, padding_value, config: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    """HLO pad: per dim (low, high, interior); negative low/high crop."""
+    operand = np.asarray(operand)
+    out_dims = _pad_output_dims(operand.shape, config)
+    result = np.full(out_dims, padding_value, dtype=operand.dtype)
+    src, dst = [], []
+    for n, (lo, _, interior), size in zip(operand.shape, config, out_dims):
+        s, d = _pad_copy_slices(n, lo, interior, size)
+        src.append(s)
+        dst.append(d)
+    result[tuple(dst) + (Ellipsis,)] = operand[tuple(src) + (Ellipsis,)]
+    return result
+
+
+# --------------------------------------------------------------------------- combiner helpers
+
+
+def _apply(combiner: Combiner, args: Sequence[np.ndarray], dtypes: Sequence[np.dtype]
+           ) -> list[np.ndarray]:
+    """Call a combiner on arrays; results broadcast to the args' shape, cast to dtypes."""
+    results = combiner(*args)
+    if len(results) != len(dtypes):
+        raise ValueError(f"{combiner.name} returned {len(results)} values, expected {len(dtypes)}")
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    return [np.broadcast_to(np.asarray(r, dtype=dt), shape) for r, dt in zip(results, dtypes)]
+
+
+def _is_subbyte_int(dtype: np.dtype) -> bool:
+    try:
+        t = type_of_dtype(dtype)
+    except KeyError:
+        return False
+    return t.is_integral and t.bits < 8
+
+
+def _ufunc_fast_path(combiner: Combiner, inputs, inits) -> Optional[np.ufunc]:
+    """The combiner's ufunc when it can replace calls to the combiner, else None.
+
+    Needs a single input of the init's dtype; sub-byte ints are excluded because
+    numpy widens them (int4 max int4 -> int8).
+    """
+    if combiner.ufunc is None or len(inputs) != 1:
+        return None
+    dtype = inits[0].dtype
+    if inputs[0].dtype != dtype or _is_subbyte_int(dtype):
+        return None
+    return combiner.ufunc
+
+
+def _accumulation_dtype(ufunc: np.ufunc, dtype: np.dtype) -> np.dtype:
+    """Sums and products of sub-f32 floats accumulate in f32 (like XLA:CPU)."""
+    if ufunc in (np.add, np.multiply):
+        try:
+            t = type_of_dtype(dtype)
+        except KeyError:
+            return dtype
+        if t.is_float and t.bits < 32:
+            return np.dtype(np.float32)
+    return dtype
+
+
+def _check_variadic(operands, inits, what: str) -> None:
+    if len(operands) == 0 or len(operands) != len(inits):
+        raise ValueError(f"{what} needs N >= 1 operands and as many init values, got "
+                         f"{len(operands)} and {len(inits)}")
+    for i, init in enumerate(inits):
+        if np.ndim(init) != 0:
+            raise ValueError(f"{what}: init value {i} must be a scalar, got shape {np.shape(init)}")
+    shape = operands[0].shape
+    for i, x in enumerate(operands):
+        if x.shape != shape:
+            raise ValueError(f"{what}: operand {i} has shape {x.shape}, operand 0 has {shape}")
+
+
+# --------------------------------------------------------------------------- reduce
+
+
+def _reduced_first(x: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """x with the reduced dims moved to the front and flattened into one (row-major)."""
+    kept_shape = tuple(n for d, n in enumerate(x.shape) if d not in dims)
+    moved = np.moveaxis(x, dims, tuple(range(len(dims))))
+    return moved.reshape((math.prod(x.shape[d] for d in dims),) + kept_shape)
+
+
+def _tree_fold(combiner: Combiner, values: list[np.ndarray], dtypes) -> list[np.ndarray]:
+    """Fold axis 0 by combining neighbours level by level, keeping left-to-right order."""
+    count = values[0].shape[0]
+    while count > 1:
+        pairs = count // 2
+        left = [v[0:2 * pairs:2] for v in values]
+        right = [v[1:2 * pairs:2] for v in values]
+        folded = _apply(combiner, left + right, dtypes)
+        if count % 2:
+            folded = [np.concatenate([f, v[-1:]]) for f, v in zip(folded, values)]
+        values, count = folded, pairs + count % 2
+    return [v[0] for v in values]
+
+
+def _sequential_fold(combiner: Combiner, accs: list[np.ndarray], values: list[np.ndarray],
+                     dtypes) -> list[np.ndarray]:
+    for j in range(values[0].shape[0]):
+        accs = _apply(combiner, accs + [v[j] for v in values], dtypes)
+    return accs
+
+
+def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
+           dimensions: Sequence[int], combiner: Combiner) -> list[np.ndarray]:
+    """HLO (variadic) reduce of `operands` over `dimensions`; one result per operand."""
+    operands = [np.asarray(x) for x in operands]
+    inits = [np.asarray(v) for v in inits]
+    _check_variadic(operands, inits, "reduce")
+    rank = operands[0].ndim
+    dims = tuple(sorted(dimensions))
+    if len(set(dims)) != len(dims) or any(d < 0 or d >= rank for d in dims):
+        raise ValueError(f"reduce: dimensions {tuple(dimensions)} must be distinct "
+                         f"and in [0, {rank})")
+    dtypes = [v.dtype for v in inits]
+    values = [_reduced_first(x, dims) for x in operands]
+    kept_shape = values[0].shape[1:]
+    starts = [np.full(kept_shape, v, dtype=v.dtype) for v in inits]
+    if values[0].shape[0] == 0 or math.prod(kept_shape) == 0:
+        return starts
+    ufunc = _ufunc_fast_path(combiner, operands, inits)
+    if ufunc is not None:
+        acc_dtype = _accumulation_dtype(ufunc, dtypes[0])
+        total = ufunc.reduce(values[0].astype(acc_dtype, copy=False), axis=0, dtype=acc_dtype)
+        return [np.asarray(ufunc(starts[0].astype(acc_dtype), total)).astype(dtypes[0])]
+    if any(x.dtype != dt for x, dt in zip(operands, dtypes)):
+        # Partial results could not be fed back as inputs of another type: fold in order.
+        return [np.array(a) for a in _sequential_fold(combiner, starts, values, dtypes)]
+    totals = _tree_fold(combiner, values, dtypes)
+    # The init joins once per output element, as in XLA's evaluator.
+    return [np.array(a) for a in _apply(combiner, starts + totals, dtypes)]
+
+
+# --------------------------------------------------------------------------- reduce-window
+
+
+def reduce_window(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray], window: Window,
+                  combiner: Combiner) -> list[np.ndarray]:
+    """HLO (variadic) reduce-window; padding and base-dilation holes are skipped."""
+    operands = [np.asarray(x) for x in operands]
+    inits = [np.asarray(v) for v in inits]
+    _check_variadic(operands, inits, "reduce-window")
+    shape = operands[0].shape
+    out_dims = window_output_dims(shape, window)
+    dtypes = [v.dtype for v in inits]
+    accs = [np.full(out_dims, v, dtype=v.dtype) for v in inits]
+    if math.prod(out_dims) == 0:
+        return accs
+    config = window_padding_config(window)
+    padded = [pad(x, np.zeros((), x.dtype), config) for x in operands]
+    valid = _real_cells_mask(shape, window)
+    ufunc = _ufunc_fast_path(combiner, operands, inits)
+    for tap in _taps(window):
+        index = _tap_slices(tap, window, out_dims)
+        xs = [p[index] for p in padded]
+        if ufunc is not None:
+            new = [ufunc(accs[0], xs[0]).astype(dtypes[0], copy=False)]
+        else:
+            new = _apply(combiner, accs + xs, dtypes)
+        if valid is not None:
+            real = valid[index]
+            new = [np.where(real, n, a) for n, a in zip(new, accs)]
+        accs = new
+    return [np.array(a) for a in accs]
+
+
+# --------------------------------------------------------------------------- select-and-scatter
+
+
+def _select_in_windows(operand: np.ndarray, window: Window, out_dims, select: Combiner
+                       ) -> np.ndarray:
+    """Flat operand index picked in every window (-1 when the window holds only padding).
+
+    Walks the taps in row-major order keeping a current pick; a real candidate
+    replaces the pick when there is none yet or select(pick, candidate) is false.
+    """
+    config = window_padding_config(window)
+    padded = pad(operand, np.zeros((), operand.dtype), config)
+    flat_index = pad(np.arange(operand.size).reshape(operand.shape), np.array(-1), config)
+    best_value: Optional[np.ndarray] = None
+    best_index = np.full(out_dims, -1, dtype=np.int64)
+    for tap in _taps(window):
+        index = _tap_slices(tap, window, out_dims)
+        candidate, candidate_index = padded[index], flat_index[index]
+        real = candidate_index >= 0
+        if best_value is None:
+            take = real
+        else:
+            keep = _apply(select, [best_value, candidate], [np.dtype(bool)])[0]
+            take = real & ((best_index < 0) | ~keep)
+        best_value = candidate if best_value is None else np.where(take, candidate, best_value)
+        best_index = np.where(take, candidate_index, best_index)
+    return best_index
+
+
+def _occurrence_rank(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order sorting targets, rank of each sorted entry among equal targets)."""
+    order = np.argsort(targets, kind="stable")
+    ordered = targets[order]
+    positions = np.arange(len(ordered))
+    group_start = np.ones(len(ordered), dtype=bool)
+    group_start[1:] = ordered[1:] != ordered[:-1]
+    first_of_group = np.maximum.accumulate(np.where(group_start, positions, 0))
+    return order, positions - first_of_group
+
+
+def select_and_scatter(operand: np.ndarray, source: np.ndarray, init, window: Window,
+                       select: Combiner, scatter: Combiner) -> np.ndarray:
+    """HLO select-and-scatter: scatter each source value onto the element its window selects.
+
+    Values landing on the same element combine in source row-major order as
+    scatter(current output, source value) (the XLA:CPU argument order).
+    """
+    operand, source, init = np.asarray(operand), np.asarray(source), np.asarray(init)
+    if init.ndim != 0:
+        raise ValueError(f"select-and-scatter: init value must be a scalar, got shape {init.shape}")
+    out_dims = window_output_dims(operand.shape, window)
+    if tuple(source.shape) != out_dims:
+        raise ValueError(f"select-and-scatter: source shape {source.shape} must equal the "
+                         f"window output shape {out_dims}")
+    result = np.full(operand.shape, init, dtype=init.dtype)
+    if source.size == 0 or operand.size == 0:
+        return result
+    targets = _select_in_windows(operand, window, out_dims, select).reshape(-1)
+    values = source.reshape(-1)
+    chosen = targets >= 0
+    targets, values = targets[chosen], values[chosen]
+    order, rank = _occurrence_rank(targets)
+    flat = result.reshape(-1)
+    # Each round updates distinct elements, so a vectorised write is safe.
+    for r in range(int(rank.max()) + 1 if len(rank) else 0):
+        picks = order[rank == r]
+        where = targets[picks]
+        flat[where] = _apply(scatter, [flat[where], values[picks]], [result.dtype])[0]
+    return result

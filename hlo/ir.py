@@ -1,0 +1,324 @@
+"""The in-memory HLO module: Module, Computation, Instruction, with use-def links.
+
+Instructions keep their operands in order and their users; computations keep
+their instructions in program (text) order. Opcode-specific attributes live in
+`Instruction.attrs` with the typed values the parser produced (see
+hlo/attributes.py); attributes any instruction may carry (metadata, sharding,
+frontend attributes, backend config, control predecessors ...) have fields of
+their own. Every node remembers where it came from (`loc`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from .diagnostics import SourceLoc
+from .opcodes import OPCODES, AttrKind, OpInfo
+from .shapes import Shape
+
+
+class Instruction:
+    __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
+                 "metadata", "sharding", "frontend_attributes", "backend_config",
+                 "control_predecessors", "statistics", "origin", "parameter_replication",
+                 "operand_locs", "attr_locs", "__weakref__")
+
+    def __init__(self, name: str, opcode: str, shape: Optional[Shape], operands=(), attrs=None,
+                 loc: Optional[SourceLoc] = None):
+        self.name = name
+        self.opcode = opcode
+        self.shape = shape
+        self.operands: list[Instruction] = []
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.users: list[Instruction] = []
+        self.parent: Optional[Computation] = None
+        self.loc = loc
+        self.metadata = None             # hlo.attributes.Metadata or None
+        self.sharding = None             # generic value (printed back canonically) or None
+        self.frontend_attributes = None  # hlo.attributes.FrontendAttributes or None
+        self.backend_config: Optional[str] = None
+        self.control_predecessors: list[Instruction] = []
+        self.statistics = None
+        self.origin = None
+        self.parameter_replication = None
+        self.operand_locs: list[Optional[SourceLoc]] = []
+        self.attr_locs: dict[str, SourceLoc] = {}
+        for op in operands:
+            self.append_operand(op)
+
+    # -- info
+    @property
+    def info(self) -> OpInfo:
+        return OPCODES[self.opcode]
+
+    def __repr__(self) -> str:
+        return f"<{self.opcode} %{self.name}>"
+
+    @property
+    def parameter_number(self) -> int:
+        return self.attrs["parameter_number"]
+
+    @property
+    def literal(self):
+        return self.attrs["literal"]
+
+    def called_computations(self) -> list["Computation"]:
+        """Computations this instruction calls, in attribute order."""
+        out = []
+        specs = OPCODES[self.opcode].attr_map if self.opcode in OPCODES else {}
+        for name, value in self.attrs.items():
+            spec = specs.get(name)
+            if spec is None or value is None:
+                continue
+            if spec.kind is AttrKind.COMPUTATION:
+                out.append(value)
+            elif spec.kind is AttrKind.COMPUTATION_LIST:
+                out.extend(value)
+        return out
+
+    # -- use-def maintenance
+    def append_operand(self, op: "Instruction") -> None:
+        self.operands.append(op)
+        op.users.append(self)
+
+    def set_operands(self, operands) -> None:
+        for op in self.operands:
+            op.users.remove(self)
+        self.operands = []
+        for op in operands:
+            self.append_operand(op)
+
+    def replace_operand(self, index: int, new: "Instruction") -> None:
+        old = self.operands[index]
+        old.users.remove(self)
+        self.operands[index] = new
+        new.users.append(self)
+
+    def replace_all_uses_with(self, new: "Instruction") -> None:
+        """Point every user (and the computation root) at `new` instead of self."""
+        for user in list(self.users):
+            for i, op in enumerate(user.operands):
+                if op is self:
+                    user.replace_operand(i, new)
+        for user in list(self.parent.instructions if self.parent else []):
+            user.control_predecessors = [new if p is self else p for p in user.control_predecessors]
+        if self.parent is not None and self.parent.root is self:
+            self.parent.root = new
+
+    def copy_generic_attributes_from(self, other: "Instruction") -> None:
+        self.metadata = other.metadata
+        self.sharding = other.sharding
+        self.frontend_attributes = other.frontend_attributes
+        self.backend_config = other.backend_config
+        self.statistics = other.statistics
+        self.origin = other.origin
+
+
+class Computation:
+    def __init__(self, name: str, loc: Optional[SourceLoc] = None):
+        self.name = name
+        self.instructions: list[Instruction] = []
+        self.root: Optional[Instruction] = None
+        self.parent: Optional[Module] = None
+        self.is_entry = False
+        self.execution_thread = "main"
+        self.loc = loc
+        self.signature_loc: Optional[SourceLoc] = None
+        self.declared_result_shape: Optional[Shape] = None  # from the text's signature, if any
+        self.async_wrapped = False   # created for async sugar (X-start); printed as sugar
+
+    def __repr__(self) -> str:
+        return f"<computation %{self.name}>"
+
+    @property
+    def parameters(self) -> list[Instruction]:
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda p: p.attrs["parameter_number"])
+
+    def parameter_shapes(self) -> list[Shape]:
+        return [p.shape for p in self.parameters]
+
+    def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
+        """Append (or insert before `before`) an instruction."""
+        inst.parent = self
+        if before is None:
+            self.instructions.append(inst)
+        else:
+            self.instructions.insert(self.instructions.index(before), inst)
+        return inst
+
+    def remove(self, inst: Instruction) -> None:
+        """Remove an instruction that has no users."""
+        assert not inst.users, f"removing {inst.name} which still has users"
+        for op in inst.operands:
+            op.users.remove(inst)
+        inst.operands = []
+        self.instructions.remove(inst)
+        inst.parent = None
+
+    def by_name(self) -> dict[str, Instruction]:
+        return {i.name: i for i in self.instructions}
+
+    def post_order(self) -> list[Instruction]:
+        """Instructions with every operand before its users (stable w.r.t. text order)."""
+        seen: set[int] = set()
+        order: list[Instruction] = []
+        for start in self.instructions:
+            stack = [(start, False)]
+            while stack:
+                inst, expanded = stack.pop()
+                if id(inst) in seen:
+                    continue
+                if expanded:
+                    seen.add(id(inst))
+                    order.append(inst)
+                    continue
+                stack.append((inst, True))
+                for op in reversed(inst.operands + inst.control_predecessors):
+                    if id(op) not in seen:
+                        stack.append((op, False))
+        return order
+
+
+@dataclass
+class ProgramShape:
+    parameters: list[Shape]
+    result: Shape
+
+
+@dataclass
+class AliasEntry:
+    output_index: tuple[int, ...]
+    parameter: int
+    parameter_index: tuple[int, ...]
+    kind: str = "may-alias"
+
+
+@dataclass
+class ModuleConfig:
+    """Header attributes of a module."""
+    is_scheduled: Optional[bool] = None
+    input_output_alias: list[AliasEntry] = field(default_factory=list)
+    buffer_donor: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    alias_passthrough_params: bool = False
+    entry_computation_layout: Optional[ProgramShape] = None
+    allow_spmd_sharding_propagation_to_parameters: Optional[tuple[bool, ...]] = None
+    allow_spmd_sharding_propagation_to_output: Optional[tuple[bool, ...]] = None
+    replica_count: int = 1
+    num_partitions: int = 1
+    frontend_attributes: Any = None
+    origin_recovery_table: Any = None
+    stack_frame_index: Any = None
+
+
+class Module:
+    def __init__(self, name: str):
+        self.name = name
+        self.computations: list[Computation] = []
+        self.entry: Optional[Computation] = None
+        self.config = ModuleConfig()
+        self.source = None  # hlo.diagnostics.SourceFile the module was parsed from
+
+    def __repr__(self) -> str:
+        return f"<HloModule {self.name}>"
+
+    def add_computation(self, comp: Computation, before: Optional[Computation] = None) -> Computation:
+        comp.parent = self
+        if before is None:
+            self.computations.append(comp)
+        else:
+            self.computations.insert(self.computations.index(before), comp)
+        return comp
+
+    def computation(self, name: str) -> Computation:
+        for c in self.computations:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def instructions(self) -> Iterator[Instruction]:
+        for c in self.computations:
+            yield from c.instructions
+
+    def entry_program_shape(self) -> ProgramShape:
+        return ProgramShape(self.entry.parameter_shapes(), self.entry.root.shape)
+
+    def remove_unreachable_computations(self) -> bool:
+        """Drop computations nothing reachable from the entry calls."""
+        reachable = set()
+        stack = [self.entry]
+        while stack:
+            comp = stack.pop()
+            if id(comp) in reachable:
+                continue
+            reachable.add(id(comp))
+            for inst in comp.instructions:
+                stack.extend(inst.called_computations())
+        before = len(self.computations)
+        self.computations = [c for c in self.computations if id(c) in reachable]
+        return len(self.computations) != before
+
+    def callees_first(self) -> list[Computation]:
+        """Computations ordered so that every callee comes before its callers."""
+        order: list[Computation] = []
+        seen: set[int] = set()
+
+        def visit(comp: Computation):
+            if id(comp) in seen:
+                return
+            seen.add(id(comp))
+            for inst in comp.instructions:
+                for callee in inst.called_computations():
+                    visit(callee)
+            order.append(comp)
+
+        for comp in self.computations:
+            visit(comp)
+        return order
+
+
+# --------------------------------------------------------------------------- names
+
+_SUFFIX = re.compile(r"^(.*?)\.(\d+)$")
+
+
+class NameUniquer:
+    """Hands out names unique within a module, XLA style: `add`, `add.1`, `add.2`."""
+
+    def __init__(self, taken=()):
+        self._next: dict[str, int] = {}
+        self._taken: set[str] = set()
+        for name in taken:
+            self.reserve(name)
+
+    def reserve(self, name: str) -> None:
+        self._taken.add(name)
+        base, n = _split_suffix(name)
+        if n is not None:
+            self._next[base] = max(self._next.get(base, 1), n + 1)
+
+    def unique(self, wanted: str) -> str:
+        if wanted not in self._taken:
+            self.reserve(wanted)
+            return wanted
+        base, _ = _split_suffix(wanted)
+        n = self._next.get(base, 1)
+        while f"{base}.{n}" in self._taken:
+            n += 1
+        name = f"{base}.{n}"
+        self.reserve(name)
+        return name
+
+    @staticmethod
+    def for_module(module: Module) -> "NameUniquer":
+        taken = [c.name for c in module.computations]
+        taken += [i.name for i in module.instructions()]
+        return NameUniquer(taken)
+
+
+def _split_suffix(name: str) -> tuple[str, Optional[int]]:
+    m = _SUFFIX.match(name)
+    if m:
+        return m.group(1), int(m.group(2))
+    return name, None

@@ -1,0 +1,259 @@
+"""IR -> canonical HLO text.
+
+The output is what XLA's default printer writes (`%` names, result shapes with
+layouts, operands without shapes, `/*index=N*/` every fifth operand, attributes
+in XLA's order with defaults omitted, metadata and backend config kept), except
+that constants are always printed in full so that parse(print(m)) == m.
+Printing is a fixed point: print(parse(print(m))) == print(m).
+"""
+from __future__ import annotations
+
+from .attributes import format_attribute, is_default
+from .ir import Computation, Instruction, Module
+from .literal import format_literal
+from .opcodes import OPCODES, AttrKind, split_async_sugar
+from .shapes import Layout, Shape, UNBOUNDED
+from . import values as V
+
+
+# --------------------------------------------------------------------------- strings and shapes
+
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b",
+              "\f": "\\f", "\v": "\\v"}
+
+
+def escape_string(s: str) -> str:
+    """C-escape like absl::CEscape (non-ASCII bytes as octal escapes of their UTF-8)."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return s
+    out = []
+    for ch in s:
+        if ch in _C_ESCAPES:
+            out.append(_C_ESCAPES[ch])
+        elif ch.isascii() and ch.isprintable():
+            out.append(ch)
+        else:
+            out.extend("\\%03o" % b for b in ch.encode("utf-8"))
+    return "".join(out)
+
+
+def format_shape(shape: Shape, with_layout: bool = True) -> str:
+    if shape.is_tuple:
+        parts = []
+        for i, s in enumerate(shape.tuple_shapes):
+            prefix = f"/*index={i}*/" if i and i % 5 == 0 else ""
+            parts.append(prefix + format_shape(s, with_layout))
+        return "(" + ", ".join(parts) + ")"
+    dims = ",".join(_format_dim(d, dyn) for d, dyn in zip(shape.dims, shape.dynamic))
+    text = f"{shape.element_type.name}[{dims}]"
+    if with_layout and shape.layout is not None and shape.rank > 0:
+        text += format_layout(shape.layout)
+    elif with_layout and shape.layout is not None and not shape.layout.is_default_physical:
+        text += format_layout(shape.layout)
+    return text
+
+
+def _format_dim(d: int, dynamic: bool) -> str:
+    if d == UNBOUNDED and dynamic:
+        return "?"
+    return f"<={d}" if dynamic else str(d)
+
+
+def format_layout(layout: Layout) -> str:
+    text = "{" + ",".join(map(str, layout.minor_to_major))
+    attrs = []
+    if layout.dim_level_types:
+        attrs.append("D(" + ",".join(layout.dim_level_types) + ")")
+    if layout.tiles:
+        attrs.append("T" + "".join("(" + ",".join("*" if d == -1 else str(d) for d in t.dims) + ")"
+                                   for t in layout.tiles))
+    if layout.tail_padding_alignment != 1:
+        attrs.append(f"L({layout.tail_padding_alignment})")
+    if layout.index_type:
+        attrs.append(f"#({layout.index_type})")
+    if layout.pointer_type:
+        attrs.append(f"*({layout.pointer_type})")
+    if layout.element_size_bits:
+        attrs.append(f"E({layout.element_size_bits})")
+    if layout.memory_space:
+        attrs.append(f"S({layout.memory_space})")
+    if layout.split_configs:
+        attrs.append("SC" + "".join("(" + ":".join(map(str, c[:1])) + (":" + ",".join(map(str, c[1:])) if len(c) > 1 else "")
+                                    + ")" for c in layout.split_configs))
+    if layout.physical_shape is not None:
+        attrs.append("P(" + format_shape(layout.physical_shape) + ")")
+    if layout.dynamic_shape_metadata_prefix_bytes:
+        attrs.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
+    if attrs:
+        text += ":" + "".join(attrs)
+    return text + "}"
+
+
+# --------------------------------------------------------------------------- instructions
+
+def format_instruction(inst: Instruction, is_root: bool = False) -> str:
+    opcode, attrs_source = _printed_opcode(inst)
+    prefix = "ROOT " if is_root else ""
+    head = f"{prefix}%{inst.name} = {format_shape(inst.shape) if inst.shape is not None else ''} {opcode}("
+    if inst.opcode == "parameter":
+        head += str(inst.attrs["parameter_number"])
+    elif inst.opcode == "constant":
+        head += format_literal(inst.attrs["literal"])
+    else:
+        head += _format_operands(inst.operands)
+    head += ")"
+    attrs = _format_attributes(inst, attrs_source)
+    return head + "".join(", " + a for a in attrs)
+
+
+def _format_operands(operands) -> str:
+    parts = []
+    for i, op in enumerate(operands):
+        prefix = f"/*index={i}*/" if i and i % 5 == 0 else ""
+        parts.append(f"{prefix}%{op.name}")
+    return ", ".join(parts)
+
+
+def _printed_opcode(inst: Instruction):
+    """Opcode text and the instruction whose opcode attributes are printed (async sugar)."""
+    if inst.opcode in ("async-start", "async-update", "async-done"):
+        comp = inst.attrs.get("calls")
+        if comp is not None and comp.async_wrapped and comp.root is not None:
+            suffix = inst.opcode[len("async"):]
+            return comp.root.opcode + suffix, (comp.root if suffix == "-start" else None)
+    return inst.opcode, inst
+
+
+def _format_attributes(inst: Instruction, attrs_source) -> list[str]:
+    out = []
+    if attrs_source is not None:
+        info = OPCODES[attrs_source.opcode]
+        computations = []
+        for spec in info.attrs:
+            value = attrs_source.attrs.get(spec.name)
+            if spec.name not in attrs_source.attrs or is_default(spec, value):
+                continue
+            text = format_attribute(spec, value)
+            (computations if spec.is_computation else out).append(text)
+        out.extend(computations)
+        if "result_accuracy" in attrs_source.attrs and not info.attr_map.get("result_accuracy"):
+            out.append("result_accuracy=" + V.format_value(attrs_source.attrs["result_accuracy"]))
+    if inst.opcode.startswith("async-") and attrs_source is inst:
+        pass
+    out.extend(_generic_attributes(inst))
+    return out
+
+
+def _generic_attributes(inst: Instruction) -> list[str]:
+    out = []
+    if inst.sharding is not None:
+        out.append("sharding=" + V.format_value(inst.sharding))
+    if inst.frontend_attributes is not None and inst.frontend_attributes.items:
+        out.append("frontend_attributes=" + inst.frontend_attributes.canonical())
+    if inst.control_predecessors:
+        out.append("control-predecessors={" + ", ".join("%" + p.name for p in inst.control_predecessors) + "}")
+    if inst.statistics is not None:
+        out.append("statistics=" + V.format_value(inst.statistics))
+    if inst.origin is not None:
+        out.append("origin=" + V.format_value(inst.origin))
+    if inst.parameter_replication is not None:
+        out.append("parameter_replication={" + ",".join("true" if b else "false"
+                                                        for b in inst.parameter_replication) + "}")
+    if inst.metadata is not None and inst.metadata.is_printed():
+        out.append("metadata=" + inst.metadata.canonical())
+    if inst.backend_config:
+        out.append("backend_config=" + _format_backend_config(inst.backend_config))
+    return out
+
+
+def _format_backend_config(text: str) -> str:
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}") and _balanced(stripped):
+        return text
+    return '"' + escape_string(text) + '"'
+
+
+def _balanced(text: str) -> bool:
+    from .lexer import _matching_brace
+    try:
+        return _matching_brace(text, 0, None) == len(text)
+    except Exception:
+        return False
+
+
+# --------------------------------------------------------------------------- computations and modules
+
+def format_computation(comp: Computation) -> str:
+    params = ", ".join(f"{p.name}: {format_shape(p.shape, with_layout=False)}" for p in comp.parameters)
+    result = format_shape(comp.root.shape, with_layout=False) if comp.root is not None and comp.root.shape else "()"
+    entry = "ENTRY " if comp.is_entry else ""
+    lines = [f"{entry}%{comp.name} ({params}) -> {result} {{"]
+    for inst in comp.instructions:
+        lines.append("  " + format_instruction(inst, inst is comp.root))
+    tail = "}"
+    if comp.execution_thread != "main":
+        tail += f', execution_thread="{escape_string(comp.execution_thread)}"'
+    lines.append(tail)
+    return "\n".join(lines)
+
+
+def format_module_header(module: Module) -> str:
+    cfg = module.config
+    parts = [f"HloModule {module.name}"]
+    if cfg.is_scheduled:
+        parts.append("is_scheduled=true")
+    if cfg.input_output_alias:
+        entries = ", ".join(f"{_index(a.output_index)}: ({a.parameter}, {_index(a.parameter_index)}, {a.kind})"
+                            for a in cfg.input_output_alias)
+        parts.append("input_output_alias={ " + entries + " }")
+    if cfg.buffer_donor:
+        parts.append("buffer_donor={ " + ", ".join(f"({p}, {_index(i)})" for p, i in cfg.buffer_donor) + " }")
+    if cfg.alias_passthrough_params:
+        parts.append("alias_passthrough_params=true")
+    layout = cfg.entry_computation_layout or (module.entry_program_shape() if module.entry and module.entry.root else None)
+    if layout is not None:
+        params = ", ".join((f"/*index={i}*/" if i and i % 5 == 0 else "") + format_shape(s)
+                           for i, s in enumerate(layout.parameters))
+        parts.append("entry_computation_layout={(" + params + ")->" + format_shape(layout.result) + "}")
+    for name in ("allow_spmd_sharding_propagation_to_parameters", "allow_spmd_sharding_propagation_to_output"):
+        flags = getattr(cfg, name)
+        if flags is not None and (len(flags) != 1 or flags[0]):
+            parts.append(f"{name}={{{','.join('true' if f else 'false' for f in flags)}}}")
+    if cfg.replica_count != 1:
+        parts.append(f"replica_count={cfg.replica_count}")
+    if cfg.num_partitions != 1:
+        parts.append(f"num_partitions={cfg.num_partitions}")
+    if cfg.frontend_attributes is not None and cfg.frontend_attributes.items:
+        parts.append("frontend_attributes=" + cfg.frontend_attributes.canonical())
+    if cfg.origin_recovery_table is not None:
+        parts.append("origin_recovery_table=" + V.format_value(cfg.origin_recovery_table))
+    text = ", ".join(parts)
+    if cfg.stack_frame_index:
+        text += "\n" + _format_stack_frames(cfg.stack_frame_index)
+    return text
+
+
+def _format_stack_frames(tables) -> str:
+    lines = []
+    for name, entries in tables:
+        lines.append(name)
+        for index, value in entries:
+            lines.append(f"{index} {V.format_value(value)}")
+    return "\n".join(lines)
+
+
+def _index(index) -> str:
+    return "{" + ",".join(map(str, index)) + "}"
+
+
+def format_module(module: Module) -> str:
+    """The canonical text of a module (ends with a newline)."""
+    chunks = [format_module_header(module)]
+    for comp in module.computations:
+        if comp.async_wrapped:
+            continue
+        chunks.append(format_computation(comp))
+    return "\n\n".join(chunks) + "\n"
+
+
+print_module = format_module
