@@ -205,6 +205,7 @@ def _unary(name: str, *, pred=None, integer=None, real=None, complex_=None,
         x = np.asarray(x)
         t = _type_of(x)
         expected = result(t) if result is not None else t
+        _check_result(f"{name}({t.name})", expected, result_type)
         if t.is_pred and pred is not None:
             out = pred(x)
         elif t.is_integral and integer is not None:
@@ -215,7 +216,6 @@ def _unary(name: str, *, pred=None, integer=None, real=None, complex_=None,
             out = _round_to(complex_(x.astype(_C128)), expected)
         else:
             raise _unsupported(name, t)
-        _check_result(f"{name}({t.name})", expected, result_type)
         return np.asarray(out).astype(expected.dtype, copy=False)
     kernel.__name__ = f"unary_{name.replace('-', '_')}"
     return kernel
@@ -228,6 +228,7 @@ def _binary(name: str, *, pred=None, integer=None, real=None, complex_=None,
     def kernel(x: np.ndarray, y: np.ndarray, result_type: TypeLike) -> np.ndarray:
         x, y = np.asarray(x), np.asarray(y)
         t = _same_type(x, y, name)
+        _check_result(f"{name}({t.name})", t, result_type)
         if t.is_pred and pred is not None:
             out = pred(x, y)
         elif t.is_integral and integer is not None:
@@ -239,7 +240,6 @@ def _binary(name: str, *, pred=None, integer=None, real=None, complex_=None,
             out = _round_to(complex_(x.astype(_C128), y.astype(_C128)), t)
         else:
             raise _unsupported(name, t)
-        _check_result(f"{name}({t.name})", t, result_type)
         return np.asarray(out).astype(t.dtype, copy=False)
     kernel.__name__ = f"binary_{name.replace('-', '_')}"
     return kernel

@@ -1,0 +1,122 @@
+"""hlo-opt as a user runs it: output, errors, exit statuses, atomic writes."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hlo_cli.hlo_opt import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+VALID = """HloModule m
+ENTRY e {
+  a = f32[2] parameter(0)
+  ROOT n = f32[2] negate(a)
+}
+"""
+
+CANONICAL = """HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+ENTRY %e (a: f32[2]) -> f32[2] {
+  %a = f32[2]{0} parameter(0)
+  ROOT %n = f32[2]{0} negate(%a)
+}
+"""
+
+
+def run(args, stdin=None):
+    return CliRunner().invoke(main, args, input=stdin)
+
+
+def test_prints_canonical_text_from_stdin():
+    result = run(["-"], VALID)
+    assert result.exit_code == 0, result.output
+    assert result.output == CANONICAL
+
+
+def test_canonical_output_is_a_fixed_point(tmp_path):
+    first = run(["-"], VALID).output
+    assert run(["-"], first).output == first
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.hlo")))
+def test_samples_round_trip(sample):
+    text = (SAMPLES / sample).read_text()
+    first = run(["-"], text)
+    assert first.exit_code == 0, first.output
+    assert run(["-"], first.output).output == first.output
+
+
+def test_writes_output_file_atomically(tmp_path):
+    src = tmp_path / "in.hlo"
+    src.write_text(VALID)
+    out = tmp_path / "out.hlo"
+    result = run([str(src), "-o", str(out)])
+    assert result.exit_code == 0
+    assert out.read_text() == CANONICAL
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_refuses_to_overwrite_its_input(tmp_path):
+    src = tmp_path / "in.hlo"
+    src.write_text(VALID)
+    result = run([str(src), "-o", str(src)])
+    assert result.exit_code == 1
+    assert "refusing to overwrite the input file" in result.output
+    assert src.read_text() == VALID
+
+
+def test_syntax_error_is_located_with_caret(tmp_path):
+    src = tmp_path / "bad.hlo"
+    src.write_text("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT n = f32[2] negate(a,\n}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{src}:5:1: error: unexpected '}}'")
+    assert lines[1] == "  }"
+    assert lines[2] == "  ^"
+
+
+def test_no_output_file_on_error(tmp_path):
+    src = tmp_path / "bad.hlo"
+    src.write_text("HloModule m\nENTRY e {\n  ROOT n = f32[2] negate(undefined)\n}\n")
+    out = tmp_path / "out.hlo"
+    result = run([str(src), "-o", str(out)])
+    assert result.exit_code == 1
+    assert "use of undefined instruction '%undefined'" in result.output
+    assert not out.exists()
+
+
+def test_missing_file_is_a_user_error(tmp_path):
+    result = run([str(tmp_path / "nope.hlo")])
+    assert result.exit_code == 1
+    assert "cannot read" in result.output
+
+
+def test_binary_input_is_a_user_error(tmp_path):
+    src = tmp_path / "bin.hlo"
+    src.write_bytes(b"\xff\xfe\x00garbage")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    assert "not UTF-8" in result.output
+
+
+def test_internal_errors_exit_70(monkeypatch):
+    import hlo_cli.hlo_opt as tool
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(tool, "format_module", broken)
+    result = run(["-"], VALID)
+    assert result.exit_code == 70
+    assert "internal error: RuntimeError: boom" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_console_script_runs():
+    proc = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_opt", "-"], input=VALID, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == CANONICAL
