@@ -106,6 +106,15 @@ class Instruction:
         if self.parent is not None and self.parent.root is self:
             self.parent.root = new
 
+    def clone(self, operands, name: Optional[str] = None) -> "Instruction":
+        """A copy of this instruction (not yet in any computation) over other operands."""
+        copy = Instruction(name or self.name, self.opcode, self.shape, operands, self.attrs, self.loc)
+        copy.copy_generic_attributes_from(self)
+        copy.parameter_replication = self.parameter_replication
+        copy.attr_locs = dict(self.attr_locs)
+        copy.operand_locs = list(self.operand_locs)
+        return copy
+
     def copy_generic_attributes_from(self, other: "Instruction") -> None:
         self.metadata = other.metadata
         self.sharding = other.sharding

@@ -1,0 +1,159 @@
+"""Passes, the pass registry and textual pipelines.
+
+A pass has a name (as XLA names the equivalent pass), a one-line description and
+`run(module) -> bool` (whether it changed anything). Passes register themselves
+with `@register`. A pipeline is written as text, as in MLIR and XLA's hlo-opt:
+
+    call-inliner,fixpoint(tuple-simplifier,cse,dce)
+
+`fixpoint(...)` repeats its passes until none of them changes the module (bounded).
+After each pass the checker runs (unless disabled) and a pass that leaves an
+invalid module is reported by name with the checker's message.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+from ..diagnostics import Diagnostic, HloError
+from ..ir import Module
+
+
+class Pass:
+    name: str = ""
+    description: str = ""
+
+    def run(self, module: Module) -> bool:
+        raise TypeError(f"pass {type(self).__name__} does not define run()")
+
+
+REGISTRY: dict[str, type[Pass]] = {}
+
+
+def register(cls: type[Pass]) -> type[Pass]:
+    if not cls.name or not cls.description:
+        raise TypeError(f"pass {cls.__name__} needs a name and a description")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def available_passes() -> dict[str, type[Pass]]:
+    from . import dce, cse, tuple_simplifier, call_inliner  # noqa: F401  (registration)
+    return dict(sorted(REGISTRY.items()))
+
+
+# --------------------------------------------------------------------------- pipelines
+
+@dataclass
+class FixedPoint:
+    steps: list
+    max_iterations: int = 20
+
+
+PipelineStep = Union[str, FixedPoint]
+
+
+def parse_pipeline(text: str) -> list[PipelineStep]:
+    """Steps of a pipeline text; HloError naming the unknown pass or the syntax problem."""
+    passes = available_passes()
+    tokens = re.findall(r"[(),]|[^\s(),]+", text)
+    pos = 0
+
+    def parse_list(closing: bool) -> list[PipelineStep]:
+        nonlocal pos
+        steps: list[PipelineStep] = []
+        while pos < len(tokens):
+            tok = tokens[pos]
+            if tok == ")":
+                if not closing:
+                    raise _pipeline_error(text, "unbalanced ')'")
+                return steps
+            if tok == ",":
+                pos += 1
+                continue
+            pos += 1
+            if tok == "fixpoint":
+                if pos >= len(tokens) or tokens[pos] != "(":
+                    raise _pipeline_error(text, "fixpoint must be followed by '('")
+                pos += 1
+                inner = parse_list(True)
+                if pos >= len(tokens) or tokens[pos] != ")":
+                    raise _pipeline_error(text, "missing ')' after fixpoint(...")
+                pos += 1
+                steps.append(FixedPoint(inner))
+            elif tok in passes:
+                steps.append(tok)
+            else:
+                raise _pipeline_error(text, f"unknown pass '{tok}'; --list-passes shows the passes")
+        if closing:
+            raise _pipeline_error(text, "missing ')'")
+        return steps
+
+    steps = parse_list(False)
+    if not steps:
+        raise _pipeline_error(text, "the pipeline is empty")
+    return steps
+
+
+def _pipeline_error(text: str, message: str) -> HloError:
+    return HloError([Diagnostic(f"in pipeline '{text}': {message}")])
+
+
+# --------------------------------------------------------------------------- running
+
+@dataclass
+class PassEvent:
+    name: str
+    changed: bool
+    seconds: float
+
+
+@dataclass
+class PassRunner:
+    """Runs pipelines; observers see every pass (for --print-after, --time-passes ...)."""
+    verify_each: bool = True
+    observers: list[Callable[[PassEvent, Module], None]] = field(default_factory=list)
+    events: list[PassEvent] = field(default_factory=list)
+
+    def run(self, module: Module, steps: list[PipelineStep]) -> bool:
+        changed = False
+        for step in steps:
+            changed |= self._run_step(module, step)
+        return changed
+
+    def _run_step(self, module: Module, step: PipelineStep) -> bool:
+        if isinstance(step, FixedPoint):
+            any_change = False
+            for _ in range(step.max_iterations):
+                if not self.run(module, step.steps):
+                    break
+                any_change = True
+            return any_change
+        return self._run_pass(module, step)
+
+    def _run_pass(self, module: Module, name: str) -> bool:
+        pass_ = available_passes()[name]()
+        start = time.perf_counter()
+        changed = bool(pass_.run(module))
+        event = PassEvent(name, changed, time.perf_counter() - start)
+        self.events.append(event)
+        if self.verify_each and changed:
+            self._verify(module, name)
+        for observer in self.observers:
+            observer(event, module)
+        return changed
+
+    @staticmethod
+    def _verify(module: Module, name: str) -> None:
+        from ..checker import check_module
+        try:
+            check_module(module)
+        except HloError as err:
+            head = Diagnostic(f"pass '{name}' left an invalid module:")
+            raise HloError([head] + err.diagnostics) from None
+
+
+def run_pipeline(module: Module, pipeline: str, verify_each: bool = True) -> bool:
+    return PassRunner(verify_each).run(module, parse_pipeline(pipeline))
