@@ -40,7 +40,12 @@ def register(cls: type[Pass]) -> type[Pass]:
 
 
 def available_passes() -> dict[str, type[Pass]]:
-    from . import dce, cse, tuple_simplifier, call_inliner  # noqa: F401  (registration)
+    """Every registered pass, by name. Each module of this package registers its passes on import."""
+    import importlib
+    import pkgutil
+    from .. import passes
+    for info in pkgutil.iter_modules(passes.__path__):
+        importlib.import_module(f"{passes.__name__}.{info.name}")
     return dict(sorted(REGISTRY.items()))
 
 
