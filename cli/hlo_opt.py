@@ -1,5 +1,18 @@
-"""hlo-opt: parse, check, transform and print HLO modules (like mlir-opt)."""
+"""hlo-opt: parse, check, transform and print HLO modules (like mlir-opt).
+
+Passes come from `--passes TEXT` or a named pipeline (`--pipeline default`).
+Instrumentation goes to stderr so that stdout (or -o) carries only the result:
+`--print-after-all`, `--print-after NAME` print the module after passes,
+`--print-changed` prints a unified diff after each pass that changed something,
+`--time-passes` a table of seconds per pass, `--stats` instruction counts by
+opcode before and after. `--emit dot` writes a Graphviz drawing instead of HLO.
+"""
 from __future__ import annotations
+
+import collections
+import difflib
+import sys
+from dataclasses import dataclass, field
 
 import click
 
@@ -14,10 +27,95 @@ def _check(module) -> None:
 
 def _list_passes() -> str:
     from hlo.passes.pass_manager import available_passes
+    from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
     passes = available_passes()
     width = max(len(name) for name in passes)
-    return "".join(f"  {name:<{width}}  {cls.description}\n" for name, cls in passes.items())
+    lines = [f"  {name:<{width}}  {cls.description}\n" for name, cls in passes.items()]
+    lines.append("\npipelines (--pipeline NAME):\n")
+    lines += [f"  {name}: {pipeline_text(name)}\n" for name in PIPELINE_SPECS]
+    return "".join(lines)
 
+
+def _err(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+# --------------------------------------------------------------------------- instrumentation
+
+def top_level_opcode_counts(module) -> collections.Counter:
+    """Instructions by opcode outside fused computations (a fusion counts as one `fusion`)."""
+    fused = {id(i.attrs["calls"]) for c in module.computations for i in c.instructions if i.opcode == "fusion"}
+    return collections.Counter(i.opcode for c in module.computations if id(c) not in fused
+                               for i in c.instructions)
+
+
+def stats_table(before: collections.Counter, after: collections.Counter) -> str:
+    opcodes = sorted(set(before) | set(after))
+    width = max([len("opcode"), len("total")] + [len(o) for o in opcodes])
+    lines = ["instruction counts (outside fused computations):",
+             f"  {'opcode':<{width}}  {'before':>7}  {'after':>7}  {'change':>7}"]
+    for opcode in opcodes:
+        b, a = before.get(opcode, 0), after.get(opcode, 0)
+        lines.append(f"  {opcode:<{width}}  {b:>7}  {a:>7}  {a - b:>+7}")
+    b, a = sum(before.values()), sum(after.values())
+    lines.append(f"  {'total':<{width}}  {b:>7}  {a:>7}  {a - b:>+7}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class PassTimes:
+    runs: int = 0
+    changed: int = 0
+    seconds: float = 0.0
+
+
+def time_table(events) -> str:
+    totals: dict[str, PassTimes] = {}
+    for event in events:
+        t = totals.setdefault(event.name, PassTimes())
+        t.runs += 1
+        t.changed += event.changed
+        t.seconds += event.seconds
+    width = max([len("pass"), len("total")] + [len(n) for n in totals])
+    lines = ["pass timings:", f"  {'pass':<{width}}  {'runs':>5}  {'changed':>7}  {'seconds':>9}  {'%':>6}"]
+    grand = sum(t.seconds for t in totals.values()) or 1e-12
+    for name, t in sorted(totals.items(), key=lambda kv: -kv[1].seconds):
+        lines.append(f"  {name:<{width}}  {t.runs:>5}  {t.changed:>7}  {t.seconds:>9.4f}  "
+                     f"{100 * t.seconds / grand:>5.1f}%")
+    total = sum(t.seconds for t in totals.values())
+    lines.append(f"  {'total':<{width}}  {sum(t.runs for t in totals.values()):>5}  "
+                 f"{sum(t.changed for t in totals.values()):>7}  {total:>9.4f}  {100.0:>5.1f}%")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Printer:
+    """Pass observer printing modules and diffs to stderr."""
+    after_all: bool = False
+    after: tuple[str, ...] = ()
+    changed_diff: bool = False
+    last_text: str = ""
+    runs: collections.Counter = field(default_factory=collections.Counter)
+
+    def __call__(self, event, module) -> None:
+        self.runs[event.name] += 1
+        label = f"{event.name} (run {self.runs[event.name]})"
+        text = None
+        if self.after_all or event.name in self.after:
+            text = format_module(module)
+            state = "changed" if event.changed else "unchanged"
+            _err(f"// ----- module after {label}, {state} -----\n{text}")
+        if self.changed_diff:
+            if event.changed:
+                text = text if text is not None else format_module(module)
+                diff = difflib.unified_diff(self.last_text.splitlines(keepends=True), text.splitlines(keepends=True),
+                                            fromfile=f"before {label}", tofile=f"after {label}")
+                _err("".join(diff))
+                self.last_text = text
+
+
+# --------------------------------------------------------------------------- the command
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("input_file", default="-", metavar="FILE")
@@ -26,26 +124,92 @@ def _list_passes() -> str:
               help="Run the shape checker on the parsed module.")
 @click.option("--passes", "pipeline", default=None, metavar="PIPELINE",
               help="Passes to run, e.g. 'call-inliner,fixpoint(tuple-simplifier,cse,dce)'.")
+@click.option("--pipeline", "pipeline_name", default=None, metavar="NAME",
+              help="Run a named pipeline (e.g. 'default'); --list-passes shows them.")
 @click.option("--verify-each/--no-verify-each", default=True, show_default=True,
               help="Run the checker after every pass that changed the module.")
-@click.option("--list-passes", is_flag=True, help="List the available passes and exit.")
+@click.option("--list-passes", is_flag=True, help="List the available passes and pipelines and exit.")
+@click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
+@click.option("--print-after", multiple=True, metavar="PASS",
+              help="Print the module to stderr after each run of PASS (repeatable).")
+@click.option("--print-changed", is_flag=True,
+              help="Print a unified diff to stderr after every pass that changed the module.")
+@click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
+@click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after to stderr.")
+@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot"]), default="hlo", show_default=True,
+              help="Output HLO text, or a Graphviz dot drawing of one computation.")
+@click.option("--computation", default=None, metavar="NAME",
+              help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
-def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, verify_each: bool,
-         list_passes: bool) -> None:
+def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
+         verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
+         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
         return
+    pipeline_text = _pipeline_text(pipeline, pipeline_name)
+    _check_options(pipeline_text, verify, verify_each, print_after, print_after_all or print_changed or
+                   time_passes, emit_kind, computation)
     name, text = read_text(input_file)
     module = parse_module(text, name)
     if verify:
         _check(module)
-    if pipeline is not None:
-        from hlo.passes.pass_manager import run_pipeline
-        if not verify and verify_each:
-            raise UsageError("--no-verify needs --no-verify-each: passes are checked only on a valid module")
-        run_pipeline(module, pipeline, verify_each=verify_each)
-    emit(format_module(module), output, inputs=[input_file])
+    before = top_level_opcode_counts(module) if stats else None
+    if pipeline_text is not None:
+        events = _run(module, pipeline_text, verify_each, print_after_all, print_after, print_changed)
+        if time_passes:
+            _err(time_table(events))
+    if stats:
+        _err(stats_table(before, top_level_opcode_counts(module)))
+    emit_output(module, output, input_file, emit_kind, computation)
+
+
+def emit_output(module, output, input_file, kind: str, computation: str | None) -> None:
+    if kind == "dot":
+        from hlo.graphviz import module_to_dot
+        emit(module_to_dot(module, computation), output, inputs=[input_file])
+    else:
+        emit(format_module(module), output, inputs=[input_file])
+
+
+def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
+    if passes is not None and pipeline_name is not None:
+        raise UsageError("--passes and --pipeline are exclusive: give one pipeline")
+    if pipeline_name is None:
+        return passes
+    from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
+    if pipeline_name not in PIPELINE_SPECS:
+        raise UsageError(f"unknown pipeline '{pipeline_name}'; pipelines: {', '.join(sorted(PIPELINE_SPECS))}")
+    return pipeline_text(pipeline_name)
+
+
+def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, emit_kind, computation) -> None:
+    if pipeline is not None and not verify and verify_each:
+        raise UsageError("--no-verify needs --no-verify-each: passes are checked only on a valid module")
+    if (print_after or needs_pipeline) and pipeline is None:
+        raise UsageError("--print-after*, --print-changed and --time-passes need --passes or --pipeline")
+    if print_after:
+        from hlo.passes.pass_manager import available_passes
+        unknown = [p for p in print_after if p not in available_passes()]
+        if unknown:
+            raise UsageError(f"--print-after: unknown pass '{unknown[0]}'; --list-passes shows the passes")
+    if computation is not None and emit_kind != "dot":
+        raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
+
+
+def _run(module, pipeline_text, verify_each, print_after_all, print_after, print_changed):
+    from hlo.passes.pass_manager import PassRunner, parse_pipeline
+    steps = parse_pipeline(pipeline_text)
+    observers = []
+    if print_after_all or print_after or print_changed:
+        printer = Printer(print_after_all, tuple(print_after), print_changed)
+        if print_changed:
+            printer.last_text = format_module(module)
+        observers.append(printer)
+    runner = PassRunner(verify_each, observers)
+    runner.run(module, steps)
+    return runner.events
 
 
 if __name__ == "__main__":

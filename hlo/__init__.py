@@ -9,5 +9,6 @@ Public API:
 from .diagnostics import HloError
 from .parser import parse_module
 from .printer import format_module
+from .interpreter import run
 
-__all__ = ["HloError", "parse_module", "format_module"]
+__all__ = ["HloError", "parse_module", "format_module", "run"]

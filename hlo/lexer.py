@@ -1,16 +1,28 @@
 """The HLO lexer: the grammar's terminals compiled into one regular expression.
 
 The terminal patterns are those of grammar/hlo.lark; this module only fixes the
-order in which they are tried (XLA's lexer order: glued `name:`/`name=` before
-keywords and numbers, DECIMAL before DIM_LABELS before DXD before PAD before INT)
-and implements three context rules of XLA's hand-written lexer:
+order in which they are tried (XLA's lexer order: `%name` and glued `name=` /
+`name:` before keywords and numbers, DECIMAL before DIM_LABELS before DXD before
+PAD before INT) and implements the context rules of XLA's hand-written lexer:
 
 * LAYOUT_LBRACE: `{` right after a shape's `]` opens a layout only when the next
   token is an integer or `:` (so `-> f32[4] {` starts a computation body);
 * BRACED: the values of `metadata=`, `frontend_attributes=` and a JSON
   `backend_config=` are captured verbatim by brace matching (strings respected);
   they are parsed lazily, which keeps parsing of large dumps fast;
-* IOTA_T: the `T` glued to `]` in iota device lists `[2,2]<=[4]T(1,0)`.
+* IOTA_T: the `T` glued to `]` in iota device lists `[2,2]<=[4]T(1,0)`;
+
+and three fast paths that return one token for a common multi-token form
+(each is a terminal of the grammar that stands for what the general rules
+would parse, so the syntax is unchanged):
+
+* SHAPE_TEXT `f32[8,128]{1,0}`: integer dims and a plain layout glued to `]`
+  (falls back to PRIM `[` ... when the layout has attributes or is not glued);
+* OPERAND_NAMES `(%a, %b, /*index=5*/%c)`: right after an opcode;
+* INT_LIST `{0,1}`: right after an attribute name.
+
+Whitespace, `/* */` and `//` comments after a token are consumed by the same
+regular-expression match as the token (one match per token).
 """
 from __future__ import annotations
 
@@ -24,8 +36,10 @@ from .diagnostics import HloError, SourceFile, error
 from .shapes import PRIMITIVE_TYPES
 
 # Terminals in the order they are tried at each position.
-TERMINAL_ORDER = ("STRING", "NAME", "COLON_NAME", "ATTR_NAME", "DIM_LABELS", "DECIMAL", "NAN", "NEG_INF",
-                  "DXD", "PAD", "INT", "IDENT", "ARROW", "LE", "ELLIPSIS")
+TERMINAL_ORDER = ("NAME", "ATTR_NAME", "COLON_NAME", "SHAPE_TEXT", "STRING", "DIM_LABELS", "DECIMAL", "NAN",
+                  "NEG_INF", "DXD", "PAD", "INT", "IDENT", "ARROW", "LE", "ELLIPSIS")
+# Terminals recognised only in a context (see tokenize).
+CONTEXT_TERMINALS = ("OPERAND_NAMES", "INT_LIST")
 PUNCTUATION = {"=": "EQUAL", ":": "COLON", ",": "COMMA", "?": "QMARK", "*": "STAR", "#": "HASH", "+": "PLUS",
                "~": "TILDE", "(": "LPAR", ")": "RPAR", "{": "LBRACE", "}": "RBRACE", "[": "LSQB", "]": "RSQB"}
 KEYWORDS = {"HloModule": "HLOMODULE", "ENTRY": "ENTRY", "ROOT": "ROOT", "true": "TRUE", "false": "FALSE",
@@ -37,19 +51,40 @@ KEYWORDS.update({name: "PRIM" for name in PRIMITIVE_TYPES})
 LAZY_ATTRIBUTES = frozenset({"metadata", "frontend_attributes", "backend_config"})
 
 _IDENT_TAIL = r"(?![A-Za-z0-9_.\-])"
-_SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)+", re.S)
+_SKIP_BODY = r"(?:\s+|/\*.*?\*/|//[^\n\r]*)"
+_SKIP = re.compile(_SKIP_BODY + "+", re.S)
 
 
 def build_token_regex(patterns: dict[str, str]) -> re.Pattern:
-    """One alternation of the grammar's terminal patterns, in TERMINAL_ORDER."""
+    """One alternation of the grammar's terminal patterns (in TERMINAL_ORDER), then skipped space."""
     parts = []
     for name in TERMINAL_ORDER:
         pattern = patterns[name]
-        if name in ("NAN", "NEG_INF", "DXD", "PAD", "INT", "DECIMAL"):
-            pattern = f"(?:{pattern}){_IDENT_TAIL}" if name in ("NAN", "NEG_INF") else f"(?:{pattern})"
+        if name in ("NAN", "NEG_INF"):
+            pattern = f"(?:{pattern}){_IDENT_TAIL}"
         parts.append(f"(?P<{name}>{pattern})")
     parts.append(r"(?P<PUNCT>[=:,?*#+~(){}\[\]])")
-    return re.compile("|".join(parts))
+    return re.compile("(?:" + "|".join(parts) + ")" + _SKIP_BODY + "*", re.S)
+
+
+def build_context_regexes(patterns: dict[str, str]) -> dict[str, re.Pattern]:
+    return {name: re.compile(patterns[name]) for name in CONTEXT_TERMINALS}
+
+
+class Tok(Token):
+    """A lark Token with only type, value and start_pos set (cheap to create)."""
+    __slots__ = ()
+
+
+_str_new = str.__new__
+
+
+def make_token(kind: str, value: str, pos: int) -> Tok:
+    tok = _str_new(Tok, value)
+    tok.type = kind
+    tok.value = value
+    tok.start_pos = pos
+    return tok
 
 
 class LexInput:
@@ -64,76 +99,102 @@ class HloLexer(Lexer):
     """Lark lexer producing the grammar's terminals; Lark hands it a LexInput."""
 
     __future_interface__ = 2
-    token_regex: re.Pattern = None  # set by the parser from the grammar's terminals
+    token_regex: re.Pattern = None       # set by the parser from the grammar's terminals
+    context_regexes: dict = None
 
     def __init__(self, lexer_conf):
         pass
 
     def lex(self, lexer_state, parser_state) -> Iterator[Token]:
         inp: LexInput = lexer_state.text
-        return tokenize(inp.text, self.token_regex, inp.raw_dict_values, inp.source)
+        return tokenize(inp.text, inp.raw_dict_values, inp.source)
 
 
-def tokenize(text: str, token_regex: re.Pattern, raw_dict_values: bool, source: SourceFile) -> Iterator[Token]:
-    pos, end = 0, len(text)
-    match = token_regex.match
-    skip = _SKIP.match
+def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[Tok]:
+    """The tokens of text (raises HloError at the first character no terminal matches)."""
+    match = HloLexer.token_regex.match
+    operand_names = HloLexer.context_regexes["OPERAND_NAMES"].match
+    int_list = HloLexer.context_regexes["INT_LIST"].match
+    keywords = KEYWORDS
+    punct = PUNCTUATION
+    prims = PRIMITIVE_TYPES
+    new = make_token
+    end = len(text)
+    m = _SKIP.match(text, 0)
+    pos = m.end() if m else 0
     prev_type = None
     prev_end = -1
     prev_value = ""
-    keywords = KEYWORDS
-    punct = PUNCTUATION
-    while True:
-        m = skip(text, pos)
-        if m:
-            if text.startswith("/*", m.end()):
-                raise _lex_error(source, m.end(), "unterminated /* comment")
-            pos = m.end()
-        elif text.startswith("/*", pos):
-            raise _lex_error(source, pos, "unterminated /* comment")
-        if pos >= end:
-            return
+    while pos < end:
         m = match(text, pos)
         if m is None:
             raise _lex_error(source, pos, _describe_bad_char(text, pos))
         kind = m.lastgroup
-        value = m.group()
         start = pos
+        value = m.group(kind)
+        tok_end = start + len(value)
         pos = m.end()
-        if kind == "IDENT":
-            if value == "T" and prev_type == "RSQB" and prev_end == start and text.startswith("(", pos):
+        if kind == "NAME":
+            value = value[1:]
+        elif kind == "PUNCT":
+            kind = punct[value]
+            if kind == "LPAR":
+                if prev_type == "IDENT":
+                    fast = operand_names(text, start)
+                    if fast:
+                        kind, value, tok_end = "OPERAND_NAMES", fast.group(), fast.end()
+                        pos = _skip(text, tok_end)
+            elif kind == "LBRACE":
+                if prev_type == "RSQB" and _opens_layout(text, start + 1):
+                    kind = "LAYOUT_LBRACE"
+                elif prev_type == "ATTR_NAME":
+                    if raw_dict_values or prev_value in LAZY_ATTRIBUTES:
+                        close = _matching_brace(text, start, source)
+                        kind, value, tok_end = "BRACED", text[start:close], close
+                        pos = _skip(text, close)
+                    else:
+                        fast = int_list(text, start)
+                        if fast:
+                            kind, value, tok_end = "INT_LIST", fast.group(), fast.end()
+                            pos = _skip(text, tok_end)
+        elif kind == "SHAPE_TEXT":
+            word = value[:value.index("[")]
+            if word not in prims or ("{" not in value and _layout_follows(text, start + len(value))):
+                # Not a plain shape: lex the word alone and continue at '['.
+                value = word
+                kind = keywords.get(word, "IDENT")
+                pos = tok_end = start + len(word)
+        elif kind == "IDENT":
+            if value == "T" and prev_type == "RSQB" and prev_end == start and text.startswith("(", start + 1):
                 kind = "IOTA_T"
             else:
                 kind = keywords.get(value, "IDENT")
-        elif kind == "PUNCT":
-            kind = punct[value]
-            if kind == "LBRACE":
-                if prev_type == "RSQB" and _opens_layout(text, pos):
-                    kind = "LAYOUT_LBRACE"
-                elif prev_type == "ATTR_NAME" and (raw_dict_values or prev_value in LAZY_ATTRIBUTES):
-                    close = _matching_brace(text, start, source)
-                    yield Token("BRACED", text[start:close], start)
-                    pos = close
-                    prev_type, prev_end = "BRACED", pos
-                    continue
-        elif kind == "ATTR_NAME":
+        elif kind == "ATTR_NAME" or kind == "COLON_NAME":
             value = value[:-1]
-        elif kind == "COLON_NAME":
-            value = value[:-1]
-        elif kind == "NAME":
-            value = value[1:]
-        prev_type, prev_end, prev_value = kind, pos, value
-        yield Token(kind, value, start)
+        prev_type, prev_end, prev_value = kind, tok_end, value
+        yield new(kind, value, start)
+    if text.startswith("/*", pos):
+        raise _lex_error(source, pos, "unterminated /* comment")
+
+
+def _skip(text: str, pos: int) -> int:
+    m = _SKIP.match(text, pos)
+    return m.end() if m else pos
+
+
+def _layout_follows(text: str, pos: int) -> bool:
+    """True if a layout `{` (see _opens_layout) follows the shape that ends at pos."""
+    pos = _skip(text, pos)
+    return text.startswith("{", pos) and _opens_layout(text, pos + 1)
 
 
 def _opens_layout(text: str, pos: int) -> bool:
-    m = _SKIP.match(text, pos)
-    if m:
-        pos = m.end()
+    """True if the `{` before pos is followed by an integer or ':' (so it starts a layout)."""
+    pos = _skip(text, pos)
     return pos < len(text) and (text[pos].isdigit() or text[pos] == ":")
 
 
-def _matching_brace(text: str, start: int, source: SourceFile) -> int:
+def _matching_brace(text: str, start: int, source) -> int:
     """Offset just past the `}` matching the `{` at start; braces in strings are ignored."""
     depth = 0
     i = start
@@ -154,16 +215,28 @@ def _matching_brace(text: str, start: int, source: SourceFile) -> int:
     raise _lex_error(source, start, "unterminated '{': no matching '}'")
 
 
+def matching_brace_end(text: str, start: int = 0) -> int:
+    """Offset just past the `}` matching the `{` at start, or -1 if it is not closed."""
+    try:
+        return _matching_brace(text, start, None)
+    except HloError:
+        return -1
+
+
 def _describe_bad_char(text: str, pos: int) -> str:
     ch = text[pos]
     if ch == '"' or ch == "'":
         return "unterminated string"
+    if text.startswith("/*", pos):
+        return "unterminated /* comment"
     if ch == "/":
         return "unexpected '/' (comments are /* ... */ or // ...)"
     if ch == "\0":
         return "unexpected NUL byte"
-    return f"unexpected character {ch!r}"
+    if not ch.isprintable() or ch.isspace():
+        return f"unexpected character {ch!r} (U+{ord(ch):04X})"
+    return f"unexpected character '{ch}'"
 
 
-def _lex_error(source: SourceFile, offset: int, message: str) -> HloError:
+def _lex_error(source, offset: int, message: str) -> HloError:
     return error(message, source.loc(offset) if source is not None else None)

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from . import values as V
-from .shapes import PrimitiveType, Shape, TypeKind
+from .shapes import PRIMITIVE_TYPES, PrimitiveType, Shape, TypeKind
 
 
 class Literal:
@@ -53,45 +53,47 @@ class Literal:
         if self.elided:
             return True
         a, b = self.array, other.array
-        if a.dtype.kind == "f" or a.dtype.kind == "c" or a.dtype.name in _SMALL_FLOAT_NAMES:
-            return np.array_equal(a.view(_uint_view(a.dtype)), b.view(_uint_view(b.dtype)))
-        return np.array_equal(a, b)
+        # Bit equality: NaN payloads and the sign of zero count.
+        return a.shape == b.shape and a.dtype == b.dtype and \
+            np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
     def __hash__(self):
         return hash(self.shape.without_layout())
 
 
-_SMALL_FLOAT_NAMES = {"bfloat16"} | {n for n in dir(ml_dtypes) if n.startswith("float")}
-
-
-def _uint_view(dtype: np.dtype):
-    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}.get(dtype.itemsize, np.uint8) \
-        if dtype.kind != "c" else dtype
-
-
 # --------------------------------------------------------------------------- parsing
 
+class LiteralError(ValueError):
+    """A literal that does not fit its shape; `index` is the row-major element at fault, if any."""
+
+    def __init__(self, message: str, index: Optional[int] = None):
+        super().__init__(message)
+        self.index = index
+
+
 def literal_from_value(shape: Shape, value) -> Literal:
-    """Build the literal of `shape` from its parsed text (ValueError if it does not fit)."""
+    """Build the literal of `shape` from its parsed text (LiteralError if it does not fit)."""
     if shape.is_tuple:
         items = value.items if isinstance(value, V.Paren) else None
         if items is None or len(items) != len(shape.tuple_shapes):
-            raise ValueError(f"expected a tuple literal with {len(shape.tuple_shapes)} elements")
+            raise LiteralError(f"expected a tuple literal ( ... ) with {len(shape.tuple_shapes)} elements")
         return Literal(shape, elements=[literal_from_value(s, v) for s, v in zip(shape.tuple_shapes, items)])
     et = shape.element_type
     if et.kind is TypeKind.TOKEN:
         return Literal(shape, np.zeros((), np.uint8))
     if not et.is_array_type:
-        raise ValueError(f"no literal of type {et.name}")
+        raise LiteralError(f"no literal of type {et.name}")
     if shape.rank == 0:
         if isinstance(value, (list, V.Braced)):
-            raise ValueError("expected a scalar literal for a rank-0 shape")
-        return Literal(shape, np.asarray(_scalar(value, et), dtype=et.dtype).reshape(()))
+            raise LiteralError("expected a scalar literal for a rank-0 shape, not braces")
+        return Literal(shape, _to_array([value], et).reshape(()))
     items = _as_list(value)
     if items is None:
-        raise ValueError(f"expected a literal in braces for shape with rank {shape.rank}")
+        raise LiteralError(f"expected a literal in braces for shape with rank {shape.rank}")
     if len(items) == 1 and isinstance(items[0], V.EllipsisValue):
         return Literal(shape, None, elided=True)
+    if any(d < 0 for d in shape.dims) or shape.is_dynamic:
+        raise LiteralError("literals of dynamic shapes are not supported")
     flat: list = []
     _collect(items, shape.dims, 0, flat)
     return Literal(shape, _to_array(flat, et).reshape(shape.dims))
@@ -107,39 +109,74 @@ def _as_list(value):
 
 def _collect(items, dims, depth, flat):
     if len(items) != dims[depth]:
-        raise ValueError(f"literal dimension {depth} has {len(items)} elements, expected {dims[depth]}")
+        raise LiteralError(f"literal dimension {depth} has {len(items)} elements, expected {dims[depth]}")
     last = depth == len(dims) - 1
     for item in items:
+        if isinstance(item, V.EllipsisValue):
+            raise LiteralError("'...' (elided data) must be the whole literal: {...}")
         if last:
             if isinstance(item, (list, V.Braced)):
-                raise ValueError(f"literal is nested deeper than the shape's rank {len(dims)}")
+                raise LiteralError(f"literal is nested deeper than the shape's rank {len(dims)}")
             flat.append(item)
         else:
             sub = _as_list(item)
             if sub is None:
-                raise ValueError(f"literal needs {len(dims)} levels of braces")
+                raise LiteralError(f"literal needs {len(dims)} levels of braces", len(flat))
             _collect(sub, dims, depth + 1, flat)
 
 
+_INT_TYPES = (int, V.NegativeZero)
+
+
 def _to_array(flat, et: PrimitiveType) -> np.ndarray:
-    # Fast path: plain numbers of the right kind go through numpy in one call.
-    if et.is_integral or et.is_pred:
-        if all(type(x) is int for x in flat):
-            return _checked_ints(flat, et)
-    return np.array([_scalar(x, et) for x in flat], dtype=et.dtype) if flat else np.zeros((0,), et.dtype)
+    """A 1-D array of type et from parsed elements (LiteralError naming the element at fault)."""
+    if not flat:
+        return np.zeros((0,), et.dtype)
+    if et.is_integral:
+        for i, x in enumerate(flat):
+            if type(x) not in _INT_TYPES:
+                raise LiteralError(f"expected an integer for {et.name}, got {_show(x)}", i)
+        return _checked_ints([int(x) for x in flat], et)
+    if et.is_pred:
+        return np.array([_pred(x, i) for i, x in enumerate(flat)], dtype=np.bool_)
+    if et.is_complex:
+        part = "f32" if et.name == "c64" else "f64"
+        re_, im = [], []
+        for i, x in enumerate(flat):
+            if isinstance(x, V.Paren) and len(x.items) == 2:
+                re_.append(x.items[0])
+                im.append(x.items[1])
+            elif isinstance(x, V.Paren):
+                raise LiteralError("a complex number is written (real, imag)", i)
+            else:
+                re_.append(x)
+                im.append(0)
+        out = np.empty(len(flat), dtype=et.dtype)
+        ctype = _COMPONENT[part]
+        out.real = _floats(re_, ctype, part)
+        out.imag = _floats(im, ctype, part)
+        return out
+    return _floats(flat, et, et.name)
+
+
+_COMPONENT = {"f32": PRIMITIVE_TYPES["f32"], "f64": PRIMITIVE_TYPES["f64"]}
+
+
+def _pred(x, i) -> bool:
+    if isinstance(x, bool):
+        return x
+    if type(x) in _INT_TYPES and x in (0, 1):
+        return bool(x)
+    raise LiteralError(f"expected true/false or 0/1 for pred, got {_show(x)}", i)
 
 
 def _checked_ints(flat, et: PrimitiveType) -> np.ndarray:
-    if et.is_pred:
-        if any(x not in (0, 1) for x in flat):
-            raise ValueError("pred literal elements must be 0/1 or true/false")
-        return np.array(flat, dtype=np.bool_)
     lo, hi = int_range(et)
-    if flat and (min(flat) < lo or max(flat) > hi):
-        bad = next(x for x in flat if x < lo or x > hi)
+    if min(flat) < lo or max(flat) > hi:
+        bad = next(i for i, x in enumerate(flat) if x < lo or x > hi)
         # XLA accepts u64-range values for s64 (bit-cast), as it stores 64-bit INTs bit-cast.
-        if not (et.name == "s64" and 0 <= bad < 2 ** 64):
-            raise ValueError(f"value {bad} is out of range for {et.name}")
+        if not (et.name == "s64" and all(lo <= x < 2 ** 64 for x in flat)):
+            raise LiteralError(f"value {flat[bad]} is out of range for {et.name}", bad)
         return np.array([x - 2 ** 64 if x >= 2 ** 63 else x for x in flat], dtype=np.int64)
     return np.array(flat, dtype=et.dtype)
 
@@ -150,31 +187,6 @@ def int_range(et: PrimitiveType) -> tuple[int, int]:
     return 0, (1 << et.bits) - 1
 
 
-def _scalar(x, et: PrimitiveType):
-    """A Python/numpy scalar of type et from one parsed literal element."""
-    if et.is_pred:
-        if isinstance(x, bool):
-            return x
-        if type(x) is int and x in (0, 1):
-            return bool(x)
-        raise ValueError(f"expected true/false or 0/1 for pred, got {V.format_value(x)}")
-    if et.is_integral:
-        if isinstance(x, bool) or type(x) is not int:
-            raise ValueError(f"expected an integer for {et.name}, got {_show(x)}")
-        lo, hi = int_range(et)
-        if not lo <= x <= hi:
-            raise ValueError(f"value {x} is out of range for {et.name}")
-        return x
-    if et.is_complex:
-        if isinstance(x, V.Paren) and len(x.items) == 2:
-            re_, im = (_float(v, et) for v in x.items)
-            return complex(re_, im)
-        return complex(_float(x, et), 0.0)
-    if isinstance(x, V.NanValue):
-        return _nan_with_payload(x.text, et)
-    return _float_in_range(_float(x, et), et)
-
-
 def _show(x) -> str:
     try:
         return V.format_value(x)
@@ -182,43 +194,80 @@ def _show(x) -> str:
         return repr(x)
 
 
-def _float(x, et) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, V.NanValue)):
-        raise ValueError(f"expected a number for {et.name}, got {_show(x)}")
-    if isinstance(x, V.NanValue):
-        return float("-nan") if x.text.startswith("-") else float("nan")
-    return float(x)
+def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
+    """Array of float type et; NaNs get their exact bits (sign, payload) written afterwards."""
+    values = []
+    nans = []
+    for i, x in enumerate(flat):
+        if isinstance(x, V.NanValue):
+            nans.append((i, _nan_bits(x.text, et, i)))
+            values.append(0.0)
+        elif isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise LiteralError(f"expected a number for {et.name}, got {_show(x)}", i)
+        else:
+            v = float(x)  # V.NEG_ZERO gives -0.0
+            if math.isinf(v) and not _has_inf(et):
+                raise LiteralError(f"{et.name} has no infinity", i)
+            values.append(v)
+    with np.errstate(over="ignore"):
+        arr = np.array(values, dtype=np.float64).astype(et.dtype)
+    _check_range(values, arr, et)
+    if nans:
+        bits = arr.view(_uint_of(et))
+        for i, b in nans:
+            bits[i] = b
+    return arr
 
 
-def _float_in_range(v: float, et: PrimitiveType) -> float:
-    if math.isfinite(v) and et.bits < 64:
-        finfo = ml_dtypes.finfo(et.dtype)
-        if abs(v) > float(finfo.max):
-            # XLA rejects values beyond the finite range unless they round to it.
-            rounded = float(np.asarray(v, dtype=np.float64).astype(et.dtype))
-            if not math.isfinite(rounded) or abs(rounded) > float(finfo.max):
-                raise ValueError(f"value {v!r} is out of range for {et.name}")
-    return v
+def _check_range(values, arr, et: PrimitiveType) -> None:
+    """XLA rejects finite values that do not round to a finite value of the type."""
+    if et.bits >= 64:
+        return
+    finite_in = np.isfinite(np.asarray(values, dtype=np.float64))
+    finite_out = np.isfinite(arr.astype(np.float64))
+    bad = np.nonzero(finite_in & ~finite_out)[0]
+    if bad.size:
+        i = int(bad[0])
+        raise LiteralError(f"value {values[i]!r} is out of range for {et.name}", i)
 
 
+def _has_inf(et: PrimitiveType) -> bool:
+    return bool(np.isinf(np.asarray(float("inf")).astype(et.dtype)))
+
+
+def _uint_of(et: PrimitiveType):
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[et.dtype.itemsize]
+
+
+# Types whose NaNs carry a payload (IEEE-style encodings): mantissa bits per type.
+_NAN_PAYLOAD_BITS = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e5m2": 2, "f8e4m3": 3, "f8e3m4": 4}
+# Types with a NaN whose sign bit is meaningful but no payload.
+_SIGNED_NAN_ONLY = {"f8e4m3fn"}
 _NAN_RE = re.compile(r"(-?)nan(?:\(0x([0-9a-fA-F]+)\))?")
 
 
-def _nan_with_payload(text: str, et: PrimitiveType):
+def _nan_bits(text: str, et: PrimitiveType, index: int) -> int:
+    """The bit pattern of `nan`, `-nan` or `nan(0x...)` for type et."""
     m = _NAN_RE.fullmatch(text)
     negative, payload = m.group(1) == "-", m.group(2)
-    if payload is None or et.name not in _FLOAT_BITS:
-        value = np.asarray(float("nan"), dtype=et.dtype)
-        return -value if negative else value
-    total, mant = _FLOAT_BITS[et.name]
-    bits = ((1 << (total - 1 - mant)) - 1) << mant | (int(payload, 16) & ((1 << mant) - 1))
-    if negative:
-        bits |= 1 << (total - 1)
-    uint = {16: np.uint16, 32: np.uint32, 64: np.uint64}[total]
-    return np.asarray(bits, dtype=uint).view(et.dtype)
-
-
-_FLOAT_BITS = {"f16": (16, 10), "bf16": (16, 7), "f32": (32, 23), "f64": (64, 52)}
+    base = np.asarray(float("nan")).astype(et.dtype)
+    if not np.isnan(base.astype(np.float64)):
+        raise LiteralError(f"{et.name} has no NaN", index)
+    total = et.dtype.itemsize * 8
+    mant = _NAN_PAYLOAD_BITS.get(et.name)
+    if mant is None:
+        if payload is not None:
+            raise LiteralError(f"{et.name} NaNs have no payload bits", index)
+        bits = int(base.view(_uint_of(et)))
+        if et.name in _SIGNED_NAN_ONLY:
+            bits = bits & ~(1 << (total - 1)) | ((1 << (total - 1)) if negative else 0)
+        return bits
+    value = 1 << (mant - 1) if payload is None else int(payload, 16)
+    if not 0 < value < (1 << mant):
+        raise LiteralError(f"NaN payload 0x{value:x} does not fit the {mant} payload bits of {et.name} "
+                           f"(and must not be 0)", index)
+    exponent_ones = ((1 << (total - 1 - mant)) - 1) << mant
+    return exponent_ones | value | ((1 << (total - 1)) if negative else 0)
 
 
 # --------------------------------------------------------------------------- printing
@@ -255,12 +304,17 @@ def _round_trips(text: str, f: float, type_name: str) -> bool:
 
 
 def _format_nan(v, type_name: str) -> str:
+    """`nan`, `-nan` or `nan(0x...)` (payload printed unless it is the default quiet NaN's)."""
+    et = PRIMITIVE_TYPES[type_name]
     arr = np.asarray(v)
-    sign = "-" if np.signbit(arr) else ""
-    if type_name in _FLOAT_BITS and arr.dtype.itemsize * 8 == _FLOAT_BITS[type_name][0]:
-        total, mant = _FLOAT_BITS[type_name]
-        uint = {16: np.uint16, 32: np.uint32, 64: np.uint64}[total]
-        bits = int(arr.view(uint))
+    if arr.dtype != et.dtype:
+        arr = arr.astype(et.dtype)
+    total = et.dtype.itemsize * 8
+    bits = int(arr.reshape(()).view(_uint_of(et)))
+    mant = _NAN_PAYLOAD_BITS.get(type_name)
+    has_sign = mant is not None or type_name in _SIGNED_NAN_ONLY
+    sign = "-" if has_sign and bits >> (total - 1) & 1 else ""
+    if mant is not None:
         payload = bits & ((1 << mant) - 1)
         if payload != 1 << (mant - 1):
             return f"{sign}nan(0x{payload:x})"

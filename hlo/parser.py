@@ -1,37 +1,47 @@
 """HLO text -> IR.
 
 Three steps:
-1. grammar/hlo.lark, run by Lark's LALR parser over hlo/lexer.py's tokens, turns
-   the text into plain records (`_Records` below is the Lark transformer; it is
-   stateless, so one parser serves every thread);
+1. grammar/hlo.lark, compiled by Lark into an LALR(1) table and run by a small
+   driver loop over hlo/lexer.py's tokens, turns the text into plain records
+   (`_Records` below holds the rule callbacks; it is stateless, so one table
+   serves every thread);
 2. `_Builder` turns records into Module/Computation/Instruction objects: it
    resolves names (no forward references), converts attributes with the opcode
    table, builds literals, expands async sugar, and collects every error;
 3. shapes left out in the text are inferred with hlo/shape_inference.py.
 
-A syntax error does not stop the parse: the offending line is blanked out and the
-text parsed again, so that every syntax error in a file is reported at once.
+A syntax error does not stop the parse: the broken line is blanked out (or, for
+a computation header, replaced by a neutral one) and the text parsed again, so
+that every syntax error in a file is reported at once; the recovery rules are
+described at `_recover`.
+
+Records of a text are cached by content hash, so loading the same text again
+only rebuilds the IR (the IR itself is never shared between calls).
 """
 from __future__ import annotations
 
+import difflib
 import functools
+import gc
+import hashlib
 import re
 import threading
-from dataclasses import dataclass, field
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional
 
 from lark import Lark, Transformer, Token, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import VisitError
 
 from . import values as V
-from .attributes import (FrontendAttributes, Metadata, convert_attribute, to_shape, to_shape_index)
+from .attributes import (FrontendAttributes, Metadata, check_generic_attribute, convert_attribute, to_shape,
+                         to_shape_index, METADATA_FIELD_RE)
 from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
 from .ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
-from .lexer import HloLexer, LexInput, build_token_regex
-from .literal import Literal, literal_from_value
-from .opcodes import OPCODES, AttrKind, split_async_sugar, wrapped_attr_specs
-from .shapes import Layout, Shape, Tile, UNBOUNDED, primitive_type
+from .lexer import HloLexer, LexInput, Tok, build_context_regexes, build_token_regex, make_token, tokenize
+from .literal import LiteralError, literal_from_value
+from .opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
+from .shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
 
 # --------------------------------------------------------------------------- the grammar
 
@@ -50,58 +60,137 @@ _lark_lock = threading.Lock()
 @functools.lru_cache(maxsize=None)
 def _lark() -> Lark:
     with _lark_lock:
-        text = grammar_text()
-        lark = Lark(text, parser="lalr", lexer=HloLexer, transformer=_Records(), start=["start", "braced"],
+        lark = Lark(grammar_text(), parser="lalr", lexer=HloLexer, transformer=_Records(), start=["start", "braced"],
                     maybe_placeholders=False, cache=False)
         patterns = {t.name: t.pattern.to_regexp() for t in lark.terminals}
         HloLexer.token_regex = build_token_regex(patterns)
+        HloLexer.context_regexes = build_context_regexes(patterns)
         return lark
+
+
+class _Tables:
+    """Lark's LALR table re-keyed for a tight driver loop.
+
+    states[s][terminal or rule name] is (True, next_state) for a shift or
+    (False, (length, callback, rule name)) for a reduction; callbacks are the
+    ones Lark built from `_Records` (they drop anonymous punctuation and inline
+    `?rules` exactly as lark.parse would).
+    """
+
+    def __init__(self, lark: Lark):
+        from lark.parsers.lalr_analysis import Shift
+        inner = lark.parser.parser.parser
+        table, callbacks = inner.parse_table, inner.callbacks
+        self.start_states = dict(table.start_states)
+        self.end_states = dict(table.end_states)
+        self.states = {}
+        for state, row in table.states.items():
+            self.states[state] = {
+                sym: (True, arg) if action is Shift else (False, (len(arg.expansion), callbacks[arg], arg.origin.name))
+                for sym, (action, arg) in row.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _tables() -> _Tables:
+    return _Tables(_lark())
+
+
+class _UnexpectedToken(Exception):
+    def __init__(self, token, expected):
+        self.token, self.expected = token, expected
+
+
+def _drive(tokens, start: str, end_pos: int):
+    """Run the LALR table over tokens; the callbacks' value for `start`."""
+    tables = _tables()
+    states = tables.states
+    state_stack = [tables.start_states[start]]
+    value_stack: list = []
+    end_state = tables.end_states[start]
+    for tok in tokens:
+        ttype = tok.type
+        while True:
+            row = states[state_stack[-1]]
+            try:
+                shift, arg = row[ttype]
+            except KeyError:
+                raise _UnexpectedToken(tok, row) from None
+            if shift:
+                state_stack.append(arg)
+                value_stack.append(tok)
+                break
+            size, callback, origin = arg
+            if size:
+                children = value_stack[-size:]
+                del state_stack[-size:]
+                del value_stack[-size:]
+            else:
+                children = []
+            value_stack.append(callback(children))
+            state_stack.append(states[state_stack[-1]][origin][1])
+    end = make_token("$END", "", end_pos)
+    while True:
+        row = states[state_stack[-1]]
+        try:
+            shift, arg = row["$END"]
+        except KeyError:
+            raise _UnexpectedToken(end, row) from None
+        size, callback, origin = arg
+        if size:
+            children = value_stack[-size:]
+            del state_stack[-size:]
+            del value_stack[-size:]
+        else:
+            children = []
+        value_stack.append(callback(children))
+        state_stack.append(states[state_stack[-1]][origin][1])
+        if state_stack[-1] == end_state:
+            return value_stack[-1]
 
 
 # --------------------------------------------------------------------------- records
 
 
-@dataclass
 class OperandRef:
-    name: str
-    pos: int
-    shape: Optional[Shape]
+    __slots__ = ("name", "pos", "shape")
+
+    def __init__(self, name: str, pos: int, shape: Optional[Shape]):
+        self.name, self.pos, self.shape = name, pos, shape
 
 
-@dataclass
 class InstrRec:
-    is_root: bool
-    name: Optional[str]
-    pos: int
-    shape: Optional[Shape]
-    opcode: str
-    opcode_pos: int
-    operands: list
-    attrs: list      # (name, value, pos)
+    __slots__ = ("is_root", "name", "pos", "shape", "opcode", "opcode_pos", "operands", "attrs")
+
+    def __init__(self, is_root, name, pos, shape, opcode, opcode_pos, operands, attrs):
+        self.is_root, self.name, self.pos, self.shape = is_root, name, pos, shape
+        self.opcode, self.opcode_pos, self.operands, self.attrs = opcode, opcode_pos, operands, attrs
 
 
-@dataclass
 class CompRec:
-    is_entry: bool
-    name: str
-    pos: int
-    signature: Optional[tuple]   # (params [(name, shape)], result shape, pos)
-    instructions: list
-    attrs: list
+    __slots__ = ("is_entry", "name", "pos", "signature", "instructions", "attrs")
+
+    def __init__(self, is_entry, name, pos, signature, instructions, attrs):
+        self.is_entry, self.name, self.pos, self.signature = is_entry, name, pos, signature
+        self.instructions, self.attrs = instructions, attrs
 
 
-@dataclass
 class HeaderRec:
-    name: str
-    pos: int
-    attrs: list
-    stack_frames: Any = None
+    __slots__ = ("name", "pos", "attrs", "stack_frames")
+
+    def __init__(self, name, pos, attrs, stack_frames=None):
+        self.name, self.pos, self.attrs, self.stack_frames = name, pos, attrs, stack_frames
 
 
-@dataclass
 class LiteralOperand:
-    value: Any
-    pos: int
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _OperandList(list):
+    """The operands of one instruction (distinguishes them from other children)."""
+    __slots__ = ()
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "a": "\a", "b": "\b",
@@ -110,6 +199,7 @@ _ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", re.S)
 
 
 def unescape(body: str) -> str:
+    """The text of a C-escaped string body (\\xNN and octal escapes of UTF-8 bytes reassembled)."""
     if "\\" not in body:
         return body
 
@@ -118,22 +208,62 @@ def unescape(body: str) -> str:
         if e[0] == "x":
             return chr(int(e[1:], 16))
         if e[0].isdigit():
-            return chr(int(e, 8))
+            return chr(int(e, 8) & 0xFF)
         return _ESCAPES.get(e, e)
     raw = _ESCAPE_RE.sub(repl, body)
-    try:  # \x escapes of UTF-8 bytes: reassemble the characters
+    try:  # byte escapes of UTF-8 sequences: reassemble the characters
         return raw.encode("latin-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return raw
 
 
-def _int(tok: Token) -> int:
-    return int(tok)
+_NAME_IN_LIST = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
+_MAX_DIM = (1 << 63) - 1
+
+
+def _to_int(text: str) -> int:
+    """An INT token's value; `-0` becomes V.NEG_ZERO so that float literals keep the sign."""
+    value = int(text)
+    if value == 0 and text[0] == "-":
+        return V.NEG_ZERO
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def shape_from_text(text: str) -> Shape:
+    """The Shape of a SHAPE_TEXT token such as `f32[8,128]{1,0}` (cached: dumps repeat shapes)."""
+    bracket = text.index("[")
+    close = text.index("]")
+    et = PRIMITIVE_TYPES[text[:bracket]]
+    dims_text = text[bracket + 1:close]
+    dims = tuple(int(d) for d in dims_text.split(",")) if dims_text else ()
+    if len(text) > close + 1:
+        m2m = tuple(int(d) for d in text[close + 2:-1].split(","))
+        layout = _checked_layout(Layout(m2m), len(dims), bracket)
+    elif et.is_array_type:
+        layout = Layout(tuple(range(len(dims) - 1, -1, -1)))
+    else:
+        layout = None
+    for d in dims:
+        if d > _MAX_DIM:
+            raise _SyntaxInCallback(-1, f"dimension size {d} is too large")
+    if not et.is_array_type and dims:
+        raise _SyntaxInCallback(-1, f"{et.name} shapes have no dimensions: write {et.name}[]")
+    return Shape(et, dims, (False,) * len(dims), layout, None)
+
+
+def _checked_layout(layout: Layout, rank: int, pos) -> Layout:
+    m2m = layout.minor_to_major
+    if sorted(m2m) != list(range(rank)):
+        what = "does not list each dimension once" if len(m2m) == rank else f"has {len(m2m)} entries"
+        raise _SyntaxInCallback(pos if isinstance(pos, int) else -1,
+                                f"layout {{{','.join(map(str, m2m))}}} {what} for a shape of rank {rank}")
+    return layout
 
 
 @v_args(inline=True)
 class _Records(Transformer):
-    """Parse-tree callbacks: build plain records and generic values (no state)."""
+    """Rule callbacks: build plain records and generic values (no state)."""
 
     # ---- module level
     def start(self, module):
@@ -169,7 +299,7 @@ class _Records(Transformer):
         signature = None
         instructions, attrs = [], []
         for child in rest[1:]:
-            if isinstance(child, InstrRec):
+            if type(child) is InstrRec:
                 instructions.append(child)
             elif isinstance(child, tuple) and len(child) == 3 and isinstance(child[0], list):
                 signature = child
@@ -190,121 +320,130 @@ class _Records(Transformer):
 
     def instruction(self, *children):
         i = 0
-        is_root = False
-        if isinstance(children[0], Token) and children[0].type == "ROOT":
-            is_root, i = True, 1
-        name, pos = children[i]
-        i += 2  # skip the '=' token
+        first = children[0]
+        is_root = first.type == "ROOT"
+        if is_root:
+            first = children[1]
+            i = 1
+        i += 2  # the name and the '='
         shape = None
-        if isinstance(children[i], Shape):
+        if type(children[i]) is Shape:
             shape = children[i]
             i += 1
         opcode = children[i]
-        operands, attrs = [], []
-        for child in children[i + 1:]:
-            if isinstance(child, tuple) and len(child) == 3 and isinstance(child[0], str):
-                attrs.append(child)
-            else:
-                operands.append(child)
-        return InstrRec(is_root, name, pos, shape, str(opcode), opcode.start_pos, operands, attrs)
+        operands = _operand_list(children[i + 1])
+        attrs = list(children[i + 2:])
+        return InstrRec(is_root, first.value, first.start_pos, shape, opcode.value, opcode.start_pos, operands, attrs)
 
-    def inst_name(self, tok):
-        return str(tok), tok.start_pos
+    def operands(self, *ops):
+        return _OperandList(ops)
 
     def ref_operand(self, *children):
         tok = children[-1]
-        return OperandRef(str(tok), tok.start_pos, children[0] if len(children) == 2 else None)
+        return OperandRef(tok.value, tok.start_pos, children[0] if len(children) == 2 else None)
 
     def nested_instruction(self, *children):
-        shape = children[0] if isinstance(children[0], Shape) else None
+        shape = children[0] if type(children[0]) is Shape else None
         opcode = children[1] if shape is not None else children[0]
-        operands = list(children[2:] if shape is not None else children[1:])
-        return InstrRec(False, None, opcode.start_pos, shape, str(opcode), opcode.start_pos, operands, [])
+        operands = _operand_list(children[-1])
+        return InstrRec(False, None, opcode.start_pos, shape, opcode.value, opcode.start_pos, operands, [])
 
     def literal_operand(self, value):
-        return LiteralOperand(value, -1)
+        return LiteralOperand(value)
 
     def literal_braces(self, *items):
-        return [i for i in items if not (isinstance(i, Token) and i.type == "COMMA")]
+        return [V.EllipsisValue() if type(i) is Tok and i.type == "ELLIPSIS" else i
+                for i in items if not (type(i) is Tok and i.type == "COMMA")]
 
     def literal_paren(self, *items):
         return V.Paren(tuple(items))
 
     # ---- shapes
-    def shape(self, s):
-        return s
-
     def array_shape(self, prim, *rest):
-        et = primitive_type(str(prim))
+        et = primitive_type(prim.value)
         layout = None
         dims, dyn = [], []
         for r in rest:
-            if isinstance(r, Layout):
+            if type(r) is Layout:
                 layout = r
             else:
                 dims.append(r[0])
                 dyn.append(r[1])
-        if layout is None and et.is_array_type:
-            layout = Layout(tuple(range(len(dims) - 1, -1, -1)))
+        if layout is None:
+            if et.is_array_type:
+                layout = Layout(tuple(range(len(dims) - 1, -1, -1)))
+        else:
+            _checked_layout(layout, len(dims), prim.start_pos)
+        if not et.is_array_type and dims:
+            raise _SyntaxInCallback(prim.start_pos, f"{et.name} shapes have no dimensions: write {et.name}[]")
         return Shape(et, tuple(dims), tuple(dyn), layout, None)
+
+    def shape_text(self, tok):
+        try:
+            return shape_from_text(tok.value)
+        except _SyntaxInCallback as exc:
+            raise _SyntaxInCallback(tok.start_pos, exc.message) from None
 
     def tuple_shape(self, *shapes):
         return Shape.tuple_of(shapes)
 
     def buffer_shape(self, tok, shape):
-        if str(tok) != "b":
+        if tok.value != "b":
             raise _syntax(tok, f"unexpected '{tok}(' in a shape; buffer shapes are written b(shape)")
         return shape
 
     def dim(self, tok):
-        return int(tok), False
+        return _dim_size(tok), False
 
     def bounded_dim(self, le, tok):
-        return int(tok), True
+        return _dim_size(tok), True
 
     def unbounded_dim(self, q):
         return UNBOUNDED, True
 
     def layout(self, lbrace, *rest):
-        m2m, attrs = [], {}
+        m2m, attrs = [], []
         for r in rest:
-            if isinstance(r, Token):
+            if type(r) is Tok:
                 if r.type == "INT":
                     m2m.append(int(r))
-            elif isinstance(r, tuple):
-                attrs.setdefault(r[0], []).append(r[1])
+            else:
+                attrs.append(r)
         return _make_layout(tuple(m2m), attrs, lbrace)
 
     def layout_attr(self, name, *groups):
-        return str(name), groups
+        return name.value, groups, name.start_pos
+
+    def layout_group(self, *args):
+        return list(args)
 
     def index_type_attr(self, hash_, prim):
-        return "#", str(prim)
+        return "#", prim.value, hash_.start_pos
 
     def pointer_type_attr(self, star, prim):
-        return "*", str(prim)
+        return "*", prim.value, star.start_pos
 
     def split_arg(self, a, colon, b):
         return (int(a), int(b))
 
     def dlt(self, name, *mods):
-        return str(name) + "".join(str(m) for m in mods)
+        return name.value + "".join(m.value for m in mods)
 
     # ---- attributes
     def attribute(self, name, value):
-        return str(name), value, name.start_pos
+        return name.value, value, name.start_pos
 
     def shaped_literal_attr(self, name, shape, value):
-        return str(name), V.ShapedLiteral(shape, value), name.start_pos
+        return name.value, V.ShapedLiteral(shape, value), name.start_pos
 
     def int_(self, tok):
-        return int(tok)
+        return _to_int(tok)
 
     def float_(self, tok):
         return float(tok)
 
     def nan(self, tok):
-        return V.NanValue(str(tok))
+        return V.NanValue(tok.value)
 
     def inf(self, tok):
         return V.Inf("inf")
@@ -322,28 +461,32 @@ class _Records(Transformer):
         return V.Str(unescape(tok[1:-1]))
 
     def ref(self, tok):
-        return V.Ref(str(tok))
+        return V.Ref(tok.value)
 
     def ident(self, tok):
-        return V.Ident(str(tok))
+        return V.Ident(tok.value)
 
     def dxd(self, tok):
         return V.Dxd(tuple(int(x) for x in tok.split("x")))
 
     def pad(self, tok):
-        return V.Pad(tuple(tuple(int(x) for x in d.split("_")) for d in re.split(r"x(?=-?\d)", str(tok))))
+        return V.Pad(tuple(tuple(int(x) for x in d.split("_")) for d in re.split(r"x(?=-?\d)", tok.value)))
 
     def dim_labels(self, tok):
-        return V.DimLabelsText(str(tok))
+        return V.DimLabelsText(tok.value)
 
     def raw_braces(self, tok):
-        return V.RawBraces(str(tok))
+        return V.RawBraces(tok.value, tok.start_pos)
+
+    def int_list(self, tok):
+        body = tok.value[1:-1].strip()
+        return V.Braced(tuple(_to_int(x) for x in body.split(",")) if body else ())
 
     def braced(self, *items):
-        return V.Braced(tuple(i for i in items if not (isinstance(i, Token) and i.type == "COMMA")))
+        return V.Braced(tuple(i for i in items if not (type(i) is Tok and i.type == "COMMA")))
 
     def keyed(self, name, value):
-        return V.Keyed(str(name), value)
+        return V.Keyed(name.value, value)
 
     def mapping(self, key, colon, value):
         return V.Mapping(key, value)
@@ -374,143 +517,313 @@ class _Records(Transformer):
 
     def iota_list(self, dims, le, reshape, *transpose):
         perm = tuple(transpose[1].items) if transpose else ()
+        if not all(type(x) is int for x in dims.items + reshape.items + perm):
+            raise _syntax(le, "iota device lists take integers: [2,4]<=[8] or [4,2]<=[2,4]T(1,0)")
         return V.Iota(tuple(dims.items), tuple(reshape.items), perm)
 
 
+def _operand_list(child) -> list:
+    """Operand records of an OPERAND_NAMES token or of a parsed operand list."""
+    if type(child) is Tok:  # OPERAND_NAMES: (%a, %b, ...)
+        base = child.start_pos
+        return [OperandRef(m.group(1), base + m.start(), None) for m in _NAME_IN_LIST.finditer(child.value)]
+    return child
+
+
+def _dim_size(tok) -> int:
+    d = int(tok)
+    if d < 0:
+        raise _syntax(tok, f"dimension sizes cannot be negative, got {tok}")
+    if d > _MAX_DIM:
+        raise _syntax(tok, f"dimension size {tok} is too large")
+    return d
+
+
+_LAYOUT_INT_FIELDS = {"L": "tail_padding_alignment", "E": "element_size_bits", "S": "memory_space",
+                      "M": "dynamic_shape_metadata_prefix_bytes"}
+
+
 def _make_layout(m2m, attrs, tok) -> Layout:
+    """A Layout from minor_to_major and the `name(args)(args)...` attributes after ':'."""
     kw = {}
-    for name, groups_list in attrs.items():
-        groups = groups_list[0]
+    for name, groups, pos in attrs:
+        at = _Pos(pos)
+        if name in kw or (name in _LAYOUT_INT_FIELDS and _LAYOUT_INT_FIELDS[name] in kw):
+            raise _syntax(at, f"layout attribute '{name}' is given twice")
         if name == "T":
-            kw["tiles"] = tuple(Tile(tuple(-1 if isinstance(x, Token) and x.type == "STAR" else int(x) for x in g))
-                                for g in _split_groups(groups))
-        elif name in ("L", "E", "S", "M"):
-            field_name = {"L": "tail_padding_alignment", "E": "element_size_bits", "S": "memory_space",
-                          "M": "dynamic_shape_metadata_prefix_bytes"}[name]
-            kw[field_name] = int(groups[0])
+            kw["tiles"] = tuple(Tile(tuple(_tile_dim(x, at) for x in g)) for g in groups)
+            if any(not t.dims for t in kw["tiles"]):
+                raise _syntax(at, "a tile needs at least one dimension: T(8,128)")
+        elif name in _LAYOUT_INT_FIELDS:
+            if len(groups) != 1 or len(groups[0]) != 1 or not _is_int_tok(groups[0][0]):
+                raise _syntax(at, f"layout attribute {name}(...) takes one integer, e.g. {name}(1)")
+            kw[_LAYOUT_INT_FIELDS[name]] = int(groups[0][0])
         elif name == "#":
             kw["index_type"] = groups
         elif name == "*":
             kw["pointer_type"] = groups
         elif name == "D":
-            kw["dim_level_types"] = tuple(str(x) for x in groups)
+            if len(groups) != 1 or not all(isinstance(x, str) and not isinstance(x, Token) for x in groups[0]):
+                raise _syntax(at, "D(...) takes dim level types such as D(D,C+~)")
+            kw["dim_level_types"] = tuple(groups[0])
         elif name == "SC":
-            kw["split_configs"] = tuple(g if isinstance(g, tuple) else (int(g),) for g in groups)
+            kw["split_configs"] = tuple(_split_config(g, at) for g in groups)
         elif name == "P":
-            kw["physical_shape"] = groups[0]
+            if len(groups) != 1 or len(groups[0]) != 1 or not isinstance(groups[0][0], Shape):
+                raise _syntax(at, "P(...) takes one shape")
+            kw["physical_shape"] = groups[0][0]
         else:
-            raise _syntax(tok, f"unknown layout attribute '{name}'")
+            raise _syntax(at, f"unknown layout attribute '{name}'; expected T, L, E, S, SC, P, M, D, # or *")
     return Layout(m2m, **kw)
 
 
-def _split_groups(groups):
-    """Layout attr args arrive flattened: T(8,128)(2,1) -> [[8,128],[2,1]] is rebuilt from the tokens."""
-    return [groups]
+class _Pos:
+    """A bare position, for errors that point at a layout attribute."""
+    __slots__ = ("start_pos",)
+
+    def __init__(self, pos):
+        self.start_pos = pos
+
+
+def _is_int_tok(x) -> bool:
+    return isinstance(x, Token) and x.type == "INT"
+
+
+def _tile_dim(x, at) -> int:
+    if isinstance(x, Token) and x.type == "STAR":
+        return -1
+    if not _is_int_tok(x):
+        raise _syntax(at, "tile dimensions are integers or '*'")
+    return int(x)
+
+
+def _split_config(group, at) -> tuple:
+    out = []
+    for x in group:
+        if isinstance(x, tuple) and not out:
+            out.extend(x)
+        elif _is_int_tok(x) and out:
+            out.append(int(x))
+        else:
+            raise _syntax(at, "split configs are written SC(dim:index,index...)")
+    return tuple(out)
 
 
 class _SyntaxInCallback(Exception):
     def __init__(self, offset: int, message: str):
+        super().__init__(message)
         self.offset, self.message = offset, message
 
 
 def _syntax(tok, message):
-    return _SyntaxInCallback(tok.start_pos if isinstance(tok, Token) else -1, message)
+    return _SyntaxInCallback(tok.start_pos if tok is not None and tok.start_pos is not None else -1, message)
 
 
 # --------------------------------------------------------------------------- syntax errors
 
 _TERMINAL_WORDS = {
     "NAME": "a %name", "IDENT": "a name", "COLON_NAME": "a parameter 'name:'", "ATTR_NAME": "an attribute 'name='",
-    "INT": "an integer", "DECIMAL": "a number", "STRING": "a string", "PRIM": "an element type",
+    "INT": "an integer", "DECIMAL": "a number", "STRING": "a string", "PRIM": "a shape", "SHAPE_TEXT": "a shape",
     "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
     "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "ARROW": "'->'", "LE": "'<='", "ROOT": "ROOT",
-    "ENTRY": "ENTRY", "HLOMODULE": "HloModule", "LAYOUT_LBRACE": "a layout '{'", "$END": "end of input",
+    "ENTRY": "ENTRY", "HLOMODULE": "HloModule", "LAYOUT_LBRACE": "'{'", "$END": "end of input",
+    "OPERAND_NAMES": "'('", "INT_LIST": "'{'", "BRACED": "'{'", "STACK_TABLE_NAME": "a stack frame table",
+    "QMARK": "'?'", "STAR": "'*'", "HASH": "'#'", "ELLIPSIS": "'...'", "NAN": "a number", "INF": "a number",
+    "NEG_INF": "a number", "TRUE": "true", "FALSE": "false", "DXD": "a window size like 3x3",
+    "PAD": "a padding like 0_1x1_0", "DIM_LABELS": "dim labels like b01f_01io->b01f", "IOTA_T": "'T('",
 }
 
 
-def _describe_token(tok: Token) -> str:
+def _describe_token(tok) -> str:
     if tok.type == "$END":
         return "end of input"
     text = str(tok)
     if tok.type == "ATTR_NAME":
         text += "="
+    elif tok.type == "COLON_NAME":
+        text += ":"
     elif tok.type == "NAME":
         text = "%" + text
+    text = text.replace("\n", " ")
     if len(text) > 40:
         text = text[:37] + "..."
     return f"'{text}'"
 
 
-def _expected_text(expected) -> str:
-    words = sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in expected if not e.startswith("__")})
-    if len(words) > 6:
+def _expected_words(row) -> list[str]:
+    return sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in row if e.isupper() or e == "$END"})
+
+
+def _expected_text(row) -> str:
+    words = _expected_words(row)
+    if not words or len(words) > 6:
         return ""
     return "; expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])
 
 
-def _syntax_diagnostic(exc: Exception, source: SourceFile) -> tuple[Diagnostic, int]:
+_STATEMENT_STARTS = {"NAME", "IDENT", "ROOT", "RBRACE"}
+_HEADER_LINE = re.compile(r"\s*(ENTRY\s+)?%?[A-Za-z_][A-Za-z0-9_.\-]*\s*(\(.*\)\s*->.*)?\{\s*(//.*)?$")
+_BRACE_SCAN = re.compile(r'"(?:\\.|[^"\\])*"|/\*.*?\*/|//[^\n\r]*|[{}]', re.S)
+
+
+def _line_bounds(text: str, offset: int) -> tuple[int, int]:
+    start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    ends = [e for e in (text.find("\n", offset), text.find("\r", offset)) if e >= 0]
+    return start, (min(ends) if ends else len(text))
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + re.sub(r"[^\n\r]", " ", text[start:end]) + text[end:]
+
+
+def _previous_token_end(text: str, offset: int) -> int:
+    """Offset just after the last non-space, non-comment character before offset."""
+    i = offset
+    while True:
+        j = i
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        line_start, _ = _line_bounds(text, j)
+        comment = text.find("//", line_start, j)
+        if comment >= 0 and '"' not in text[line_start:comment]:
+            j = comment
+        if j == i:
+            return i
+        i = j
+
+
+def _brace_depth(text: str, end: int) -> int:
+    depth = 0
+    for m in _BRACE_SCAN.finditer(text, 0, end):
+        t = m.group()
+        if t == "{":
+            depth += 1
+        elif t == "}":
+            depth -= 1
+    return depth
+
+
+class _Recovery:
+    """What to report for one syntax error and how to change the text to go on."""
+
+    def __init__(self, diag: Diagnostic, text: Optional[str], key: int):
+        self.diag, self.text, self.key = diag, text, key
+
+
+def _recover(exc: Exception, text: str, source: SourceFile) -> _Recovery:
+    """Diagnose a syntax error and blank the culprit so the next parse gets further.
+
+    * a token that starts a line, where the parser still wanted to finish the
+      previous line (e.g. a missing ')'), blames the previous line: the error
+      points just after its last token and that line is blanked;
+    * an error on a computation header line inside an unclosed computation is a
+      missing '}': a '}' is put in the whitespace before the header;
+    * an error elsewhere in a computation header replaces the header by a
+      neutral `_ {` so that its body still parses as a computation;
+    * otherwise the line holding the error is blanked;
+    * end of input and unterminated comments stop the recovery (text None).
+    """
     if isinstance(exc, HloError):
         d = exc.diagnostics[0]
-        return d, d.loc.offset if d.loc else len(source.text)
+        off = d.loc.offset if d.loc else 0
+        stop = d.message.startswith("unterminated /*") or d.message.startswith("unterminated '{'")
+        return _Recovery(d, None if stop else _blank(text, *_line_bounds(text, off)), off)
     if isinstance(exc, _SyntaxInCallback):
-        off = exc.offset if exc.offset >= 0 else 0
-        return Diagnostic(exc.message, source.loc(off)), off
-    if isinstance(exc, UnexpectedToken):
-        tok = exc.token
-        off = tok.start_pos if tok.type != "$END" and tok.start_pos is not None else len(source.text)
-        msg = f"unexpected {_describe_token(tok)}{_expected_text(exc.expected)}"
-        if tok.type == "ATTR_NAME" and "EQUAL" in exc.expected:
-            msg += f" (write '{tok} = ...' with spaces around '=')"
-        return Diagnostic(msg, source.loc(min(off, max(len(source.text) - 1, 0)))), off
-    if isinstance(exc, UnexpectedEOF):
-        off = max(len(source.text) - 1, 0)
-        return Diagnostic("unexpected end of input" + _expected_text(exc.expected), source.loc(off)), off
-    if isinstance(exc, UnexpectedInput):
-        off = getattr(exc, "pos_in_stream", 0) or 0
-        return Diagnostic(str(exc).splitlines()[0], source.loc(off)), off
-    raise exc
+        off = max(exc.offset, 0)
+        return _Recovery(Diagnostic(exc.message, source.loc(off)), _blank_statement_line(text, off), off)
+    tok, row = exc.token, exc.expected
+    if tok.type == "$END":
+        off = _previous_token_end(text, len(text))
+        msg = "unexpected end of input" + _expected_text(row)
+        if "RBRACE" in row and _brace_depth(text, len(text)) > 0:
+            msg = "unexpected end of input: a '}' is missing"
+        return _Recovery(Diagnostic(msg, source.loc(max(off - 1, 0))), None, len(text))
+    off = tok.start_pos
+    line_start, line_end = _line_bounds(text, off)
+    first_on_line = not text[line_start:off].strip()
+    line = text[line_start:line_end]
+    if _HEADER_LINE.match(line) and _brace_depth(text, line_start) > 0 and "RBRACE" in row:
+        where = _previous_token_end(text, line_start)
+        name = re.search(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)\s*[({]", line.replace("ENTRY", "", 1))
+        what = f"before computation '{name.group(1)}'" if name else "before this computation"
+        diag = Diagnostic(f"missing '}}' {what}: the previous computation is not closed",
+                          source.loc(max(where - 1, 0)))
+        return _Recovery(diag, text[:line_start - 1] + "}" + text[line_start:], off) if line_start > 0 else \
+            _Recovery(diag, None, off)
+    if first_on_line and not (_STATEMENT_STARTS & set(row)) and line_start > 0:
+        where = _previous_token_end(text, line_start)
+        prev_start, prev_end = _line_bounds(text, max(where - 1, 0))
+        msg = f"expected {_expected_words_phrase(row)} before {_describe_token(tok)}"
+        return _Recovery(Diagnostic(msg, source.loc(where)),
+                         _blank(text, prev_start, prev_end), off)
+    msg = f"unexpected {_describe_token(tok)}{_expected_text(row)}"
+    if tok.type == "ATTR_NAME" and "EQUAL" in row:
+        msg += f" (write '{tok} = ...' with spaces around '=')"
+    return _Recovery(Diagnostic(msg, source.loc(off)), _blank_statement_line(text, off), off)
 
 
-def _blank_line(text: str, offset: int) -> str:
-    """The text with the line holding `offset` replaced by spaces (offsets preserved)."""
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    end = len(text) if end < 0 else end
-    return text[:start] + " " * (end - start) + text[end:]
+def _expected_words_phrase(row) -> str:
+    words = _expected_words(row)
+    if not words or len(words) > 6:
+        return "more input"
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _blank_statement_line(text: str, off: int) -> str:
+    """Blank the line at off; a computation header is replaced by a neutral `_ {` instead."""
+    start, end = _line_bounds(text, off)
+    line = text[start:end]
+    if _HEADER_LINE.match(line) or (line.rstrip().endswith("{") and "=" not in line and "(" in line
+                                    and "->" in line):
+        entry = "ENTRY " if line.lstrip().startswith("ENTRY") else ""
+        neutral = f"{entry}_ {{"
+        if len(neutral) <= len(line):
+            return text[:start] + neutral.ljust(len(line)) + text[end:]
+    return _blank(text, start, end)
 
 
 def _parse_records(text: str, source: SourceFile, start: str = "start", raw_dict_values: bool = False,
                    max_errors: int = 50):
     """Records of the text, or raise HloError with every syntax error found."""
-    lark = _lark()
+    _lark()
     diagnostics: list[Diagnostic] = []
-    seen_offsets: set[int] = set()
-    while True:
+    work = text
+    last_key = None
+    extra_blanks = 0
+    for _ in range(max_errors * 4):
         try:
-            result = lark.parse(LexInput(text, source, raw_dict_values), start=start)
+            result = _drive(tokenize(work, raw_dict_values, source), start, len(work))
+            if not diagnostics:
+                return result
             break
         except VisitError as exc:
             err = exc.orig_exc
-        except (UnexpectedInput, HloError) as exc:
+        except (_UnexpectedToken, HloError, _SyntaxInCallback) as exc:
             err = exc
-        diag, offset = _syntax_diagnostic(err, source)
-        if offset in seen_offsets or len(diagnostics) >= max_errors:
+        rec = _recover(err, work, source)
+        if rec.key == last_key and rec.text is not None:
+            # Same token fails again: the culprit starts earlier (a multi-line statement).
+            extra_blanks += 1
+            if extra_blanks > 20:
+                break
+            start_line, _ = _line_bounds(work, _previous_token_end(work, _line_bounds(work, rec.key)[0]) - 1)
+            prev_text = _blank(work, start_line, _line_bounds(work, start_line)[1])
+            if prev_text == work:
+                break
+            work = prev_text
+            continue
+        extra_blanks = 0
+        last_key = rec.key
+        diagnostics.append(rec.diag)
+        if rec.text is None or rec.text == work or len(diagnostics) >= max_errors:
             break
-        diagnostics.append(diag)
-        seen_offsets.add(offset)
-        blanked = _blank_line(text, min(offset, len(text) - 1)) if text else text
-        if blanked == text:
-            break
-        text = blanked
-    if diagnostics:
-        raise HloError(diagnostics)
-    return result
+        work = rec.text
+    raise HloError(diagnostics)
 
 
 # --------------------------------------------------------------------------- building the IR
 
-_GENERIC = ("sharding", "frontend_attributes", "statistics", "control-predecessors", "metadata",
-            "backend_config", "origin", "parameter_replication")
+_GENERIC = frozenset(GENERIC_ATTRIBUTES)
 
 
 class _Builder:
@@ -522,7 +835,7 @@ class _Builder:
         self.anon_counter = 0
 
     def loc(self, offset: int) -> SourceLoc:
-        return self.source.loc(max(offset, 0))
+        return SourceLoc(self.source, offset if offset > 0 else 0)
 
     def err(self, message: str, offset: int, note: str = None, note_offset: int = None) -> None:
         notes = [Diagnostic(note, self.loc(note_offset), "note")] if note and note_offset is not None else []
@@ -561,6 +874,8 @@ class _Builder:
                 self.header_attr(cfg, name, value, pos)
             except ValueError as exc:
                 self.err(f"module attribute '{name}': {exc}", pos)
+            except HloError as exc:
+                self.sink.extend(exc)
         cfg.stack_frame_index = header.stack_frames
 
     def header_attr(self, cfg, name, value, pos) -> None:
@@ -586,7 +901,7 @@ class _Builder:
             flags = (value,) if isinstance(value, bool) else tuple(_bool(v) for v in _braced_items(value))
             setattr(cfg, name, flags)
         elif name == "frontend_attributes":
-            cfg.frontend_attributes = _frontend(value)
+            cfg.frontend_attributes = _frontend(value, self.source)
         elif name == "origin_recovery_table":
             cfg.origin_recovery_table = value
         else:
@@ -594,14 +909,15 @@ class _Builder:
                              "alias_passthrough_params, entry_computation_layout, "
                              "allow_spmd_sharding_propagation_to_parameters, "
                              "allow_spmd_sharding_propagation_to_output, replica_count, num_partitions, "
-                             "frontend_attributes")
+                             "frontend_attributes, origin_recovery_table")
 
     def uniquify_names(self) -> None:
         """XLA renames instructions that share a name across computations: first one wins."""
         uniquer = NameUniquer([c.name for c in self.module.computations])
+        unique = uniquer.unique
         for comp in self.module.computations:
             for inst in comp.instructions:
-                inst.name = uniquer.unique(inst.name)
+                inst.name = unique(inst.name)
 
     # ---- computations
     def computation(self, rec: CompRec, anonymous: bool = False) -> Optional[Computation]:
@@ -610,6 +926,8 @@ class _Builder:
                      "first definition is here", self.computations[rec.name].loc.offset)
             return None
         comp = Computation(rec.name, self.loc(rec.pos))
+        if not rec.instructions:
+            self.err(f"computation '{rec.name}' has no instructions", rec.pos)
         scope: dict[str, Instruction] = {}
         later = {i.name: i.pos for i in rec.instructions}
         roots = [i for i in rec.instructions if i.is_root]
@@ -625,11 +943,17 @@ class _Builder:
         if rec.signature is not None:
             comp.declared_result_shape = rec.signature[1]
             comp.signature_loc = self.loc(rec.signature[2])
+        seen_attrs = set()
         for name, value, pos in rec.attrs:
-            if name == "execution_thread" and isinstance(value, V.Str):
+            if name == "execution_thread" and isinstance(value, V.Str) and name not in seen_attrs:
                 comp.execution_thread = value.text
+            elif name == "execution_thread" and name not in seen_attrs:
+                self.err('execution_thread= takes a string, e.g. execution_thread="host"', pos)
+            elif name in seen_attrs:
+                self.err(f"computation attribute '{name}' given more than once", pos)
             else:
                 self.err(f"unexpected computation attribute '{name}'; only execution_thread= is allowed", pos)
+            seen_attrs.add(name)
         if not anonymous:
             self.computations[rec.name] = comp
         return comp
@@ -651,85 +975,117 @@ class _Builder:
         return comp
 
     # ---- instructions
-    def instruction(self, rec: InstrRec, comp: Computation, scope: dict, later: dict) -> Optional[Instruction]:
+    def instruction(self, rec: InstrRec, comp: Computation, scope: dict, later: dict,
+                    name: Optional[str] = None) -> Optional[Instruction]:
+        name = name or rec.name
         operands = []
+        locs = []
         ok = True
         for op in rec.operands:
-            if isinstance(op, InstrRec):  # nested instruction: gets a generated name
-                op.name = op.name or f"{op.opcode}.anon"
-                inner = self.instruction(op, comp, scope, later)
-                if inner is None:
-                    ok = False
-                else:
-                    operands.append((inner, self.loc(op.pos)))
-            elif isinstance(op, OperandRef):
+            if type(op) is OperandRef:
                 target = scope.get(op.name)
                 if target is None:
                     ok = False
-                    if op.name in later and later[op.name] > rec.pos:
-                        self.err(f"'%{op.name}' is used before it is defined", op.pos,
-                                 "defined here", later[op.name])
-                    else:
-                        self.err(f"use of undefined instruction '%{op.name}'", op.pos)
+                    self.undefined_operand(op, rec, later)
+                    continue
+                if op.shape is not None and target.shape is not None and not op.shape.compatible(target.shape):
+                    self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
+                             f"{target.shape}", op.pos, "defined here", target.loc.offset)
+                operands.append(target)
+                locs.append(SourceLoc(self.source, op.pos))
+            elif type(op) is InstrRec:  # nested instruction: gets a generated name
+                inner = self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
+                if inner is None:
+                    ok = False
                 else:
-                    if op.shape is not None and target.shape is not None and not op.shape.compatible(target.shape):
-                        self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
-                                 f"{target.shape}", op.pos, "defined here", target.loc.offset)
-                    operands.append((target, self.loc(op.pos)))
-        if rec.name in scope:
-            self.err(f"instruction name '%{rec.name}' is already defined in computation '{comp.name}'", rec.pos,
-                     "previous definition is here", scope[rec.name].loc.offset)
+                    operands.append(inner)
+                    locs.append(SourceLoc(self.source, op.pos))
+        if name in scope:
+            self.err(f"instruction name '%{name}' is already defined in computation '{comp.name}'", rec.pos,
+                     "previous definition is here", scope[name].loc.offset)
             return None
-        if not _is_sanitized(rec.name):
-            self.err(f"illegal instruction name '{rec.name}'", rec.pos)
+        if name in PRIMITIVE_TYPES or (name.startswith("__") and not name.startswith("__xla_")):
+            self.err(f"illegal instruction name '{name}'", rec.pos)
         opcode = rec.opcode
-        sugar = split_async_sugar(opcode)
-        if opcode not in OPCODES and sugar is None:
-            self.err(f"unknown opcode '{opcode}'", rec.opcode_pos)
-            return None
-        inst = Instruction(rec.name, opcode, rec.shape, loc=self.loc(rec.pos))
-        for target, loc in operands:
-            inst.append_operand(target)
-            inst.operand_locs.append(loc)
+        sugar = None
+        if opcode not in OPCODES:
+            sugar = split_async_sugar(opcode)
+            if sugar is None:
+                self.unknown_opcode(rec)
+                return None
+        inst = Instruction(name, opcode, rec.shape, loc=SourceLoc(self.source, rec.pos))
+        for target in operands:
+            inst.operands.append(target)
+            target.users.append(inst)
+        inst.operand_locs = locs
         if not self.leaf_operand(inst, rec):
             ok = False
-        self.attributes(inst, rec, scope, sugar)
+        if rec.attrs or sugar is not None:
+            self.attributes(inst, rec, scope, sugar)
+        else:
+            self.required_attributes(inst, rec, wrapped_attr_specs(opcode), ())
         if sugar is not None:
             self.expand_async_sugar(inst, sugar, comp)
         comp.add(inst)
-        scope[inst.name] = inst
+        scope[name] = inst
         if inst.shape is None and ok:
             self.infer_shape(inst)
         return inst
 
+    def undefined_operand(self, op: OperandRef, rec: InstrRec, later: dict) -> None:
+        if op.name in later and later[op.name] > rec.pos:
+            self.err(f"'%{op.name}' is used before it is defined", op.pos, "defined here", later[op.name])
+        elif op.name in self.computations:
+            self.err(f"'%{op.name}' is a computation, not an instruction of this computation", op.pos)
+        else:
+            close = difflib.get_close_matches(op.name, list(later), n=1)
+            hint = f"; did you mean '%{close[0]}'?" if close else ""
+            self.err(f"use of undefined instruction '%{op.name}'{hint}", op.pos)
+
+    def unknown_opcode(self, rec: InstrRec) -> None:
+        close = difflib.get_close_matches(rec.opcode, list(OPCODES), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        self.err(f"unknown opcode '{rec.opcode}'{hint}", rec.opcode_pos)
+
     def leaf_operand(self, inst: Instruction, rec: InstrRec) -> bool:
         """parameter(N) and constant(literal): the number/literal where operands go."""
-        literals = [op for op in rec.operands if isinstance(op, LiteralOperand)]
-        if inst.opcode == "parameter":
-            if len(rec.operands) != 1 or not literals or type(literals[0].value) is not int:
+        opcode = inst.opcode
+        if opcode == "parameter":
+            ops = rec.operands
+            if len(ops) != 1 or type(ops[0]) is not LiteralOperand or not _is_plain_int(ops[0].value):
                 self.err("parameter takes one integer: parameter(N)", rec.opcode_pos)
                 return False
-            inst.attrs["parameter_number"] = literals[0].value
-            if literals[0].value < 0:
+            number = int(ops[0].value)
+            inst.attrs["parameter_number"] = number
+            if number < 0:
                 self.err("parameter number must be non-negative", rec.opcode_pos)
             return True
-        if inst.opcode == "constant":
-            if len(rec.operands) != 1 or not literals:
+        if opcode == "constant":
+            ops = rec.operands
+            if len(ops) != 1 or type(ops[0]) is not LiteralOperand:
                 self.err("constant takes one literal: constant(value)", rec.opcode_pos)
                 return False
             if inst.shape is None:
                 self.err("constant needs its shape written before the opcode", rec.opcode_pos)
                 return False
             try:
-                inst.attrs["literal"] = literal_from_value(inst.shape, literals[0].value)
+                inst.attrs["literal"] = literal_from_value(inst.shape, ops[0].value)
             except ValueError as exc:
-                self.err(f"bad literal for {inst.shape}: {exc}", rec.opcode_pos)
+                self.literal_error(inst, rec, exc)
                 return False
             return True
-        if literals:
-            self.err(f"'{inst.opcode}' takes instruction operands, not literal values", rec.opcode_pos)
+        if any(type(op) is LiteralOperand for op in rec.operands):
+            self.err(f"'{opcode}' takes instruction operands, not literal values", rec.opcode_pos)
             return False
         return True
+
+    def literal_error(self, inst: Instruction, rec: InstrRec, exc: ValueError) -> None:
+        text = self.source.text
+        open_paren = text.find("(", rec.opcode_pos)
+        start = _skip_space(text, open_paren + 1) if open_paren >= 0 else rec.opcode_pos
+        index = getattr(exc, "index", None)
+        where = _literal_element_offset(text, start, index) if index is not None else start
+        self.err(f"bad literal for {inst.shape}: {exc}", where)
 
     def attributes(self, inst: Instruction, rec: InstrRec, scope: dict, sugar) -> None:
         specs = wrapped_attr_specs(inst.opcode)
@@ -739,34 +1095,41 @@ class _Builder:
                 self.err(f"attribute '{name}' is given more than once", pos, "first given here", seen[name])
                 continue
             seen[name] = pos
-            inst.attr_locs[name] = self.loc(pos)
+            inst.attr_locs[name] = SourceLoc(self.source, pos)
             try:
                 if name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
                 elif name in specs:
                     inst.attrs[name] = convert_attribute(specs[name], value, self.resolve_computation)
                 elif name == "result_accuracy" and inst.opcode in OPCODES and OPCODES[inst.opcode].transcendental:
-                    inst.attrs[name] = value
+                    inst.attrs[name] = check_generic_attribute(name, value)
                 else:
-                    allowed = ", ".join(sorted(specs)) or "none besides the generic ones"
-                    self.err(f"unexpected attribute '{name}' for opcode '{inst.opcode}'; allowed: {allowed}", pos)
+                    self.unknown_attribute(inst, name, pos, specs)
             except ValueError as exc:
                 self.err(f"attribute '{name}': {exc}", pos)
+            except HloError as exc:
+                self.sink.extend(exc)
+        self.required_attributes(inst, rec, specs, seen)
+
+    def required_attributes(self, inst, rec, specs, seen) -> None:
         for spec in specs.values():
-            if spec.required and spec.name not in inst.attrs and spec.name not in seen:
+            if spec.required and spec.name not in seen and spec.name not in inst.attrs:
                 self.err(f"'{inst.opcode}' requires attribute '{spec.name}='", rec.opcode_pos)
+
+    def unknown_attribute(self, inst: Instruction, name: str, pos: int, specs) -> None:
+        allowed = sorted(specs)
+        close = difflib.get_close_matches(name, allowed + sorted(_GENERIC), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        listed = ", ".join(allowed) if allowed else "none besides the generic ones"
+        self.err(f"unexpected attribute '{name}' for opcode '{inst.opcode}'{hint}; allowed: {listed}", pos)
 
     def generic_attribute(self, inst: Instruction, name: str, value, scope: dict) -> None:
         if name == "metadata":
-            if not isinstance(value, V.RawBraces):
-                raise ValueError("expected {op_name=\"...\" ...}")
-            inst.metadata = Metadata(value.text)
+            inst.metadata = _metadata(value, self.source)
         elif name == "frontend_attributes":
-            inst.frontend_attributes = _frontend(value)
+            inst.frontend_attributes = _frontend(value, self.source)
         elif name == "backend_config":
-            if isinstance(value, V.Str):
-                inst.backend_config = value.text
-            elif isinstance(value, V.RawBraces):
+            if isinstance(value, (V.Str, V.RawBraces)):
                 inst.backend_config = value.text
             else:
                 raise ValueError("expected a string or a {json} dict")
@@ -775,16 +1138,17 @@ class _Builder:
             for item in _braced_items(value):
                 ref = item.name if isinstance(item, V.Ref) else item.text if isinstance(item, V.Ident) else None
                 if ref is None or ref not in scope:
-                    raise ValueError(f"control predecessor '{ref}' is not an instruction defined earlier in "
+                    shown = f"'%{ref}'" if ref is not None else f"'{_show(item)}'"
+                    raise ValueError(f"control predecessor {shown} is not an instruction defined earlier in "
                                      f"this computation")
                 preds.append(scope[ref])
             inst.control_predecessors = preds
         elif name == "sharding":
-            inst.sharding = value
+            inst.sharding = check_generic_attribute(name, value)
         elif name == "statistics":
-            inst.statistics = value
+            inst.statistics = check_generic_attribute(name, value)
         elif name == "origin":
-            inst.origin = value
+            inst.origin = check_generic_attribute(name, value)
         elif name == "parameter_replication":
             inst.parameter_replication = tuple(_bool(v) for v in _braced_items(value))
 
@@ -801,15 +1165,16 @@ class _Builder:
         wrapped_attrs = {k: inst.attrs.pop(k) for k in list(inst.attrs) if k in OPCODES[wrapped_op].attr_map}
         body = Computation(NameUniquer(self.computations).unique(f"{inst.name}.async_wrapped"), inst.loc)
         body.async_wrapped = True
-        params = []
+        body.execution_thread = inst.attrs.get("async_execution_thread", "main")
         for i, op in enumerate(inst.operands):
             p = Instruction(f"param_{i}", "parameter", op.shape, loc=inst.loc)
             p.attrs["parameter_number"] = i
-            params.append(body.add(p))
+            body.add(p)
         result_shape = None
         if inst.shape is not None and inst.shape.is_tuple and len(inst.shape.tuple_shapes) >= 2:
             result_shape = inst.shape.tuple_shapes[1]
-        wrapped = Instruction(wrapped_op, wrapped_op, result_shape, params, wrapped_attrs, loc=inst.loc)
+        wrapped = Instruction(wrapped_op, wrapped_op, result_shape, list(body.instructions), wrapped_attrs,
+                              loc=inst.loc)
         wrapped.copy_generic_attributes_from(inst)
         body.add(wrapped)
         body.root = wrapped
@@ -818,35 +1183,98 @@ class _Builder:
         inst.attrs["calls"] = body
 
     def infer_shape(self, inst: Instruction) -> None:
-        from .shape_inference import infer_shape
+        try:
+            from .shape_inference import infer_shape
+        except ImportError:
+            self.err(f"the result shape of '{inst.opcode}' must be written (shape inference is unavailable)",
+                     inst.loc.offset)
+            return
         try:
             inst.shape = infer_shape(inst)
         except ValueError as exc:
             self.err(f"cannot infer the shape of '{inst.opcode}': {exc}", inst.loc.offset)
         except HloError as exc:
             self.sink.extend(exc)
+        except Exception as exc:  # a bug in shape inference must not escape as a non-HloError
+            self.err(f"cannot infer the shape of '{inst.opcode}' (internal error: {type(exc).__name__}: {exc}); "
+                     f"write the result shape", inst.loc.offset)
 
 
-def _is_sanitized(name: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name)) and (
-        not name.startswith("__") or name.startswith("__xla_"))
+def _nested_name(opcode: str, scope: dict) -> str:
+    name = f"{opcode}.anon"
+    n = 1
+    while name in scope:
+        name = f"{opcode}.anon.{n}"
+        n += 1
+    return name
+
+
+def _is_plain_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and not isinstance(v, V.NegativeZero)
+
+
+def _skip_space(text: str, pos: int) -> int:
+    from .lexer import _skip
+    return _skip(text, pos)
+
+
+def _literal_element_offset(text: str, start: int, index: int) -> int:
+    """Offset of the index-th element (row-major) of the literal written at start."""
+    count = -1
+    depth = 0
+    paren = 0
+    try:
+        for tok in tokenize(text[start:], False, None):
+            t = tok.type
+            if t == "LBRACE" or t == "INT_LIST":
+                depth += 1
+                if t == "INT_LIST":
+                    return start + tok.start_pos
+            elif t == "RBRACE":
+                depth -= 1
+                if depth <= 0:
+                    break
+            elif t == "LPAR":
+                if paren == 0:
+                    count += 1
+                    if count == index:
+                        return start + tok.start_pos
+                paren += 1
+            elif t == "RPAR":
+                paren -= 1
+                if paren < 0:
+                    break
+            elif t not in ("COMMA", "ELLIPSIS") and paren == 0:
+                count += 1
+                if count == index:
+                    return start + tok.start_pos
+    except HloError:
+        pass
+    return start
+
+
+def _show(v) -> str:
+    try:
+        return V.format_value(v)
+    except Exception:
+        return repr(v)
 
 
 def _bool(v) -> bool:
     if not isinstance(v, bool):
-        raise ValueError("expected true or false")
+        raise ValueError(f"expected true or false, got '{_show(v)}'")
     return v
 
 
 def _positive_int(v) -> int:
-    if type(v) is not int or v < 1:
-        raise ValueError("expected a positive integer")
+    if not _is_plain_int(v) or v < 1:
+        raise ValueError(f"expected a positive integer, got '{_show(v)}'")
     return v
 
 
 def _braced_items(v):
     if not isinstance(v, V.Braced):
-        raise ValueError("expected a list in braces")
+        raise ValueError(f"expected a list in braces, got '{_show(v)}'")
     return v.items
 
 
@@ -855,26 +1283,79 @@ def _alias_entry(item) -> AliasEntry:
         raise ValueError("expected entries like {0}: (0, {}, may-alias)")
     items = item.value.items
     kind = items[2].text if len(items) == 3 and isinstance(items[2], V.Ident) else "may-alias"
+    if len(items) == 3 and not isinstance(items[2], V.Ident):
+        raise ValueError("the alias kind is may-alias or must-alias")
     if kind not in ("may-alias", "must-alias"):
         raise ValueError(f"alias kind must be may-alias or must-alias, not '{kind}'")
-    if type(items[0]) is not int:
-        raise ValueError("expected a parameter number")
+    if not _is_plain_int(items[0]) or items[0] < 0:
+        raise ValueError(f"expected a parameter number, got '{_show(items[0])}'")
     return AliasEntry(to_shape_index(item.key), items[0], to_shape_index(items[1]), kind)
 
 
 def _donor(item):
-    if not (isinstance(item, V.Paren) and len(item.items) == 2 and type(item.items[0]) is int):
+    if not (isinstance(item, V.Paren) and len(item.items) == 2 and _is_plain_int(item.items[0])):
         raise ValueError("expected entries like (0, {})")
     return item.items[0], to_shape_index(item.items[1])
 
 
-def _frontend(value) -> FrontendAttributes:
+def _metadata(value, source: SourceFile) -> Metadata:
+    """metadata={...}: kept verbatim; validated with one regular expression (fully parsed if that fails)."""
+    if not isinstance(value, V.RawBraces):
+        raise ValueError("expected {op_name=\"...\" ...}")
+    if not METADATA_FIELD_RE.fullmatch(value.text):
+        fields = parse_braced_fields(value.text, source=source, offset=value.offset)
+        Metadata.check_fields(fields)
+    return Metadata(value.text)
+
+
+def _frontend(value, source: SourceFile) -> FrontendAttributes:
     if not isinstance(value, V.RawBraces):
         raise ValueError("expected {key=\"value\", ...}")
-    return FrontendAttributes(value.text)
+    items = parse_braced_fields(value.text, raw_dict_values=True, source=source, offset=value.offset)
+    FrontendAttributes.check_items(items)
+    attrs = FrontendAttributes(value.text)
+    attrs._items = items
+    return attrs
 
 
 # --------------------------------------------------------------------------- public API
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: "OrderedDict[bytes, Any]" = OrderedDict()
+_CACHE_MAX_CHARS = 64 * 1024 * 1024
+_cache_chars = 0
+
+
+def clear_parse_cache() -> None:
+    """Forget the records of previously parsed texts."""
+    global _cache_chars
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _cache_chars = 0
+
+
+def _cached_records(text: str, source: SourceFile):
+    """(header, computations) records of text, reusing those of an identical earlier text.
+
+    Records are never mutated by the builder, so sharing them is safe.
+    """
+    global _cache_chars
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit[0], hit[1]
+    header, comps = _parse_records(text, source)
+    if len(text) <= _CACHE_MAX_CHARS:
+        with _CACHE_LOCK:
+            if key not in _CACHE:
+                _CACHE[key] = (header, comps, len(text))
+                _cache_chars += len(text)
+                while _cache_chars > _CACHE_MAX_CHARS and _CACHE:
+                    _, old = _CACHE.popitem(last=False)
+                    _cache_chars -= old[2]
+    return header, comps
 
 
 def parse_module(text: str, filename: str = "<string>") -> Module:
@@ -882,17 +1363,33 @@ def parse_module(text: str, filename: str = "<string>") -> Module:
     source = SourceFile(filename, text)
     if not text.strip():
         raise error("empty input: expected an HloModule", source.loc(0))
-    header, comps = _parse_records(text, source)
-    builder = _Builder(source)
-    module = builder.build(header, comps)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # parsing allocates many long-lived objects; collections would only slow it down
+    try:
+        header, comps = _cached_records(text, source)
+        builder = _Builder(source)
+        module = builder.build(header, comps)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     builder.sink.raise_if_any()
     return module
 
 
-def parse_braced_fields(raw: str, raw_dict_values: bool = False) -> dict:
-    """Fields of a lazily kept `{key=value ...}` text (metadata, frontend attributes)."""
-    source = SourceFile("<attribute>", raw)
-    braced = _parse_records(raw, source, start="braced", raw_dict_values=raw_dict_values)
+def parse_braced_fields(raw: str, raw_dict_values: bool = False, source: Optional[SourceFile] = None,
+                        offset: int = 0) -> dict:
+    """Fields of a lazily kept `{key=value ...}` text (metadata, frontend attributes).
+
+    Errors point into `source` at `offset` + their position in raw when a source is given.
+    """
+    own = SourceFile("<attribute>", raw)
+    try:
+        braced = _parse_records(raw, own, start="braced", raw_dict_values=raw_dict_values)
+    except HloError as exc:
+        if source is None:
+            raise
+        raise HloError([Diagnostic(d.message, source.loc(offset + (d.loc.offset if d.loc else 0)), d.severity,
+                                   d.notes) for d in exc.diagnostics]) from None
     out = {}
     for item in braced.items:
         if isinstance(item, V.Keyed):
@@ -901,5 +1398,14 @@ def parse_braced_fields(raw: str, raw_dict_values: bool = False) -> dict:
                 v = v.text
             elif isinstance(v, V.Braced):
                 v = tuple(v.items)
+            if item.key in out:
+                _raise_at(source, offset, raw, item, f"'{item.key}' is given more than once")
             out[item.key] = v
+        elif not (isinstance(item, V.Braced) and not item.items):
+            _raise_at(source, offset, raw, item, f"expected key=value, got '{_show(item)}'")
     return out
+
+
+def _raise_at(source, offset, raw, item, message):
+    loc = source.loc(offset) if source is not None else None
+    raise HloError([Diagnostic(message, loc)])

@@ -8,7 +8,7 @@ Printing is a fixed point: print(parse(print(m))) == print(m).
 """
 from __future__ import annotations
 
-from .attributes import format_attribute, is_default
+from .attributes import format_attribute, format_generic_attribute, is_default
 from .ir import Computation, Instruction, Module
 from .literal import format_literal
 from .opcodes import OPCODES, AttrKind, split_async_sugar
@@ -126,36 +126,42 @@ def _printed_opcode(inst: Instruction):
 
 def _format_attributes(inst: Instruction, attrs_source) -> list[str]:
     out = []
+    if attrs_source is not None and attrs_source is not inst:
+        # Async sugar `X-start`: the async-start's own attributes, then X's.
+        out.extend(_opcode_attributes(inst, skip=("calls",)))
     if attrs_source is not None:
-        info = OPCODES[attrs_source.opcode]
-        computations = []
-        for spec in info.attrs:
-            value = attrs_source.attrs.get(spec.name)
-            if spec.name not in attrs_source.attrs or is_default(spec, value):
-                continue
-            text = format_attribute(spec, value)
-            (computations if spec.is_computation else out).append(text)
-        out.extend(computations)
-        if "result_accuracy" in attrs_source.attrs and not info.attr_map.get("result_accuracy"):
-            out.append("result_accuracy=" + V.format_value(attrs_source.attrs["result_accuracy"]))
-    if inst.opcode.startswith("async-") and attrs_source is inst:
-        pass
+        out.extend(_opcode_attributes(attrs_source))
     out.extend(_generic_attributes(inst))
+    return out
+
+
+def _opcode_attributes(inst: Instruction, skip=()) -> list[str]:
+    """Non-default opcode attributes in the table's order, called computations last."""
+    info = OPCODES[inst.opcode]
+    out, computations = [], []
+    for spec in info.attrs:
+        if spec.name not in inst.attrs or spec.name in skip:
+            continue
+        value = inst.attrs[spec.name]
+        if is_default(spec, value):
+            continue
+        (computations if spec.is_computation else out).append(format_attribute(spec, value))
+    out.extend(computations)
     return out
 
 
 def _generic_attributes(inst: Instruction) -> list[str]:
     out = []
     if inst.sharding is not None:
-        out.append("sharding=" + V.format_value(inst.sharding))
+        out.append("sharding=" + format_generic_attribute("sharding", inst.sharding))
     if inst.frontend_attributes is not None and inst.frontend_attributes.items:
         out.append("frontend_attributes=" + inst.frontend_attributes.canonical())
     if inst.control_predecessors:
         out.append("control-predecessors={" + ", ".join("%" + p.name for p in inst.control_predecessors) + "}")
     if inst.statistics is not None:
-        out.append("statistics=" + V.format_value(inst.statistics))
+        out.append("statistics=" + format_generic_attribute("statistics", inst.statistics))
     if inst.origin is not None:
-        out.append("origin=" + V.format_value(inst.origin))
+        out.append("origin=" + format_generic_attribute("origin", inst.origin))
     if inst.parameter_replication is not None:
         out.append("parameter_replication={" + ",".join("true" if b else "false"
                                                         for b in inst.parameter_replication) + "}")
@@ -174,11 +180,8 @@ def _format_backend_config(text: str) -> str:
 
 
 def _balanced(text: str) -> bool:
-    from .lexer import _matching_brace
-    try:
-        return _matching_brace(text, 0, None) == len(text)
-    except Exception:
-        return False
+    from .lexer import matching_brace_end
+    return matching_brace_end(text, 0) == len(text)
 
 
 # --------------------------------------------------------------------------- computations and modules

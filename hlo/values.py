@@ -8,7 +8,7 @@ printer writes them back with `format_value`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .shapes import Shape
@@ -47,6 +47,7 @@ class DimLabelsText:  # b01f_01io->b01f
 @dataclass(frozen=True)
 class RawBraces:      # captured verbatim: metadata, frontend_attributes, JSON backend_config
     text: str
+    offset: int = field(default=-1, compare=False)   # where the '{' is in the source, if known
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,24 @@ class InlineComputation:
 
 class Inf(float):
     """inf / -inf as written (a float subclass so arithmetic works)."""
+
+
+class NegativeZero(int):
+    """The integer token `-0`: 0 where an integer is expected, -0.0 where a float is.
+
+    XLA reads `-0` as the integer 0 and so turns a printed f32 -0.0 into +0.0; keeping
+    the sign here makes print/parse of float literals exact (the printer writes -0.0
+    as `-0`, like XLA).
+    """
+
+    def __repr__(self) -> str:
+        return "NEG_ZERO"
+
+    def __float__(self) -> float:
+        return -0.0
+
+
+NEG_ZERO = NegativeZero(0)
 
 
 def format_value(v) -> str:

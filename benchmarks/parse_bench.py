@@ -1,0 +1,138 @@
+"""Parse and check throughput on a large dump-style module.
+
+Builds a module of (by default) 100,000+ instructions written the way XLA dumps
+them: `%` names, result layouts, `metadata={op_name=... source_file=...
+source_line=...}` on every line, a mix of elementwise ops, broadcasts,
+reshapes, dots, small constants and fusion calls. Prints the median parse
+throughput (instructions/s) of a few runs, and the checker's throughput when
+hlo.checker.check_module does real work.
+
+    python benchmarks/parse_bench.py [--instructions N] [--runs R] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+
+from hlo.parser import clear_parse_cache, parse_module
+
+_FUSION_BODY = """%fused_computation.{i} (param_0.{i}: f32[64,32], param_1.{i}: f32[64,32]) -> f32[64,32] {{
+  %param_0.{i} = f32[64,32]{{1,0}} parameter(0)
+  %param_1.{i} = f32[64,32]{{1,0}} parameter(1)
+  %multiply.f{i} = f32[64,32]{{1,0}} multiply(%param_0.{i}, %param_1.{i}), metadata={{op_name="jit(f)/mul" source_file="/src/model.py" source_line={i}}}
+  ROOT %tanh.f{i} = f32[64,32]{{1,0}} tanh(%multiply.f{i}), metadata={{op_name="jit(f)/tanh" source_file="/src/model.py" source_line={i}}}
+}}
+"""
+
+
+def _md(op: str, line: int) -> str:
+    return f'metadata={{op_name="jit(f)/layer/{op}" source_file="/src/model.py" source_line={line}}}'
+
+
+def _block(i: int, x: str) -> tuple[list[str], str]:
+    """Twelve instructions (one of them a fusion call) consuming and producing an f32[64,32] value."""
+    n = f"{i}"
+    lines = [
+        f"%constant.{n} = f32[] constant(0.5), {_md('const', i)}",
+        f"%broadcast.{n} = f32[64,32]{{1,0}} broadcast(%constant.{n}), dimensions={{}}, {_md('broadcast', i)}",
+        f"%multiply.{n} = f32[64,32]{{1,0}} multiply(%{x}, %broadcast.{n}), {_md('mul', i)}",
+        f"%add.{n} = f32[64,32]{{1,0}} add(%multiply.{n}, %{x}), {_md('add', i)}",
+        f"%reshape.{n} = f32[32,64]{{1,0}} reshape(%add.{n}), {_md('reshape', i)}",
+        f"%dot.{n} = f32[64,64]{{1,0}} dot(%add.{n}, %reshape.{n}), lhs_contracting_dims={{1}}, "
+        f"rhs_contracting_dims={{0}}, {_md('dot', i)}",
+        f"%slice.{n} = f32[64,32]{{1,0}} slice(%dot.{n}), slice={{[0:64], [0:32]}}, {_md('slice', i)}",
+        f"%constant.v{n} = s32[4]{{0}} constant({{1, 2, 3, 4}}), {_md('iota', i)}",
+        f"%exponential.{n} = f32[64,32]{{1,0}} exponential(%slice.{n}), {_md('exp', i)}",
+        f"%maximum.{n} = f32[64,32]{{1,0}} maximum(%exponential.{n}, %add.{n}), {_md('max', i)}",
+        f"%fusion.{n} = f32[64,32]{{1,0}} fusion(%maximum.{n}, %{x}), kind=kLoop, "
+        f"calls=%fused_computation.{i % 16}, {_md('fusion', i)}",
+        f"%negate.{n} = f32[64,32]{{1,0}} negate(%fusion.{n}), {_md('neg', i)}",
+    ]
+    return lines, f"negate.{n}"
+
+
+def build_module(instructions: int) -> tuple[str, int]:
+    """Module text with at least `instructions` instructions, and the exact count."""
+    parts = ["HloModule bench, entry_computation_layout={(f32[64,32]{1,0})->f32[64,32]{1,0}}\n"]
+    count = 0
+    for i in range(16):
+        parts.append(_FUSION_BODY.format(i=i))
+        count += 4
+    body = ["ENTRY %main (p0: f32[64,32]) -> f32[64,32] {", "  %p0 = f32[64,32]{1,0} parameter(0)"]
+    count += 1
+    x, i = "p0", 0
+    while count < instructions:
+        lines, x = _block(i, x)
+        body.extend("  " + line for line in lines)
+        count += len(lines)
+        i += 1
+    body.append(f"  ROOT %copy.root = f32[64,32]{{1,0}} copy(%{x})")
+    body.append("}")
+    count += 1
+    parts.append("\n".join(body) + "\n")
+    return "\n".join(parts), count
+
+
+def _median_seconds(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _checker():
+    """check_module if the checker does real work (the placeholder returns at once)."""
+    try:
+        from hlo.checker import check_module
+    except ImportError:
+        return None
+    return check_module
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instructions", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="profile one parse and print the top functions")
+    args = ap.parse_args(argv)
+
+    text, count = build_module(args.instructions)
+    print(f"module: {count} instructions, {len(text) / 1e6:.1f} MB")
+    parse_module("HloModule warm\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n")  # build the parser once
+
+    def parse_fresh():
+        clear_parse_cache()
+        return parse_module(text, "bench.hlo")
+
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        parse_fresh()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+        return 0
+
+    seconds = _median_seconds(parse_fresh, args.runs)
+    print(f"parse: {seconds:.2f} s median of {args.runs}  ->  {count / seconds:,.0f} instructions/s")
+    cached = _median_seconds(lambda: parse_module(text, "bench.hlo"), args.runs)
+    print(f"parse (content-hash cache hit): {cached * 1000:.1f} ms  ->  {count / cached:,.0f} instructions/s")
+
+    check = _checker()
+    if check is not None:
+        module = parse_fresh()
+        seconds = _median_seconds(lambda: check(module), args.runs)
+        if seconds > 1e-3:
+            print(f"check: {seconds:.2f} s median of {args.runs}  ->  {count / seconds:,.0f} instructions/s")
+        else:
+            print("check: hlo.checker.check_module is a placeholder (no work done)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

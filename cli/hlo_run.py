@@ -1,0 +1,290 @@
+"""hlo-run: run an HLO module on numpy inputs with the interpreter."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Optional
+
+import click
+import numpy as np
+
+from hlo import parse_module
+from hlo.diagnostics import error
+from hlo.interpreter import values_io
+from hlo.interpreter.evaluator import new_plans, run_devices
+from hlo.ir import Module
+from .common import UsageError, read_text, tool_main, write_atomic
+
+BACKENDS = ("interpreter",)
+PLANNED_BACKENDS = ("cpu",)
+PROFILE_TOP = 20
+
+HELP = """Run MODULE (an .hlo file, '-' for stdin) and print its result as HLO literal text.
+
+\b
+Inputs are numpy arrays keyed arg0..argN in entry-parameter order (a tuple-shaped
+parameter takes one key per array leaf), from --inputs FILE.npz and/or
+--input arg1=FILE.npy; --random-inputs fills every missing one. Outputs are
+written as out0..outM (tuple results flattened depth-first).
+bf16 and f8 values travel as raw bits (uint16 / uint8 arrays), like the corpus.
+
+\b
+With --replicas N x --partitions M > 1 devices (default: the module's
+replica_count / num_partitions), device d is replica d // M, partition d % M;
+an input key dev{d}_arg{i} is used by device d only (a plain arg{i} by every
+device) and outputs are written as dev{d}_out{i}.
+
+\b
+--infeed FILE.npz feeds the infeed ops: its arrays are taken in key order
+(infeed0, infeed1, ...), one per array leaf of each infeed's data shape.
+--outfeed FILE.npz receives what outfeed ops write, as outfeed0, outfeed1, ...
+(dev{d}_outfeed{i} with several devices).
+"""
+
+
+@click.command(help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("module_file", metavar="MODULE")
+@click.option("--inputs", "inputs_file", metavar="FILE.npz", help="Input arrays keyed arg0..argN.")
+@click.option("--input", "input_items", metavar="KEY=FILE.npy", multiple=True,
+              help="One input array, e.g. arg1=x.npy (repeatable; overrides --inputs).")
+@click.option("--random-inputs", is_flag=True, help="Generate every input not given (normal floats, small ints).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-inputs and of the rng op.")
+@click.option("-o", "--output", metavar="OUT.npz", help="Write the outputs here (atomically).")
+@click.option("--print/--no-print", "print_result", default=True, show_default=True,
+              help="Print the result as HLO literal text.")
+@click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter.")
+@click.option("--replicas", type=click.IntRange(min=1), help="Number of replicas (default: the module's).")
+@click.option("--partitions", type=click.IntRange(min=1), help="Number of partitions (default: the module's).")
+@click.option("--infeed", "infeed_file", metavar="FILE.npz", help="Arrays for the infeed ops.")
+@click.option("--outfeed", "outfeed_file", metavar="FILE.npz", help="Write the outfeed values here.")
+@click.option("--time", "repeat", type=click.IntRange(min=1), metavar="N",
+              help="Run N times and report the median time.")
+@click.option("--profile", is_flag=True, help=f"Report the {PROFILE_TOP} instructions taking the most time.")
+@click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
+@tool_main
+def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
+         seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
+         partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
+         repeat: Optional[int], profile: bool, verify: bool) -> None:
+    _check_backend(backend)
+    name, text = read_text(module_file)
+    module = parse_module(text, name)
+    if verify:
+        from hlo.checker import check_module
+        check_module(module)
+    replicas = module.config.replica_count if replicas is None else replicas
+    partitions = module.config.num_partitions if partitions is None else partitions
+    devices = replicas * partitions
+
+    given, sources = _gather_inputs(inputs_file, input_items)
+    per_device_args = _arguments(module, given, devices, random_inputs, seed)
+    infeeds = _infeeds(infeed_file, devices)
+
+    plans = new_plans()
+
+    def run_once(with_profile: bool = False):
+        return run_devices(module, per_device_args, replicas=replicas, partitions=partitions, seed=seed,
+                           per_device_infeed=infeeds, profile=with_profile, plans=plans)
+
+    evaluators = run_once(profile)
+    if repeat:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run_once()
+            times.append(time.perf_counter() - start)
+        click.echo(f"time: median {statistics.median(times) * 1e3:.3f} ms over {repeat} run(s) "
+                   f"(min {min(times) * 1e3:.3f} ms)", err=True)
+    if profile:
+        click.echo(_profile_table(evaluators), err=True)
+
+    protected = [module_file, inputs_file, infeed_file] + sources
+    if output:
+        _write_npz(output, _outputs(evaluators), protected)
+    if outfeed_file:
+        _write_npz(outfeed_file, _outfeeds(evaluators), protected + [output])
+    if print_result:
+        _print_results(module, evaluators)
+
+
+def _check_backend(backend: str) -> None:
+    if backend in BACKENDS:
+        return
+    if backend in PLANNED_BACKENDS:
+        raise UsageError(f"backend '{backend}' is not available yet; use --backend interpreter")
+    raise UsageError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+
+
+# --------------------------------------------------------------------------- inputs
+
+def _load(path: str) -> dict[str, np.ndarray]:
+    try:
+        return values_io.load_arrays(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _gather_inputs(inputs_file: Optional[str], items: tuple[str, ...]) -> tuple[dict, list[str]]:
+    """{key: array} from --inputs and --input, and the files they came from."""
+    given: dict[str, np.ndarray] = {}
+    sources: list[str] = []
+    if inputs_file:
+        arrays = _load(inputs_file)
+        if "" in arrays:
+            raise UsageError(f"--inputs {inputs_file}: expected an .npz file of arrays keyed arg0..argN")
+        given.update(arrays)
+    for item in items:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not path:
+            raise UsageError(f"--input {item!r}: expected KEY=FILE.npy, e.g. arg0=x.npy")
+        key = f"arg{key}" if key.isdigit() else key
+        try:
+            given[key] = values_io.load_array(path)
+        except ValueError as exc:
+            raise UsageError(f"--input {item}: {exc}") from None
+        sources.append(path)
+    return given, sources
+
+
+def _arguments(module: Module, given: dict, devices: int, random_inputs: bool, seed: int) -> list[list]:
+    """One argument list per device, checked against the entry parameters."""
+    entry = module.entry
+    params = entry.parameters
+    shapes = [p.shape for p in params]
+    counts = [values_io.leaf_count(s) for s in shapes]
+    total = sum(counts)
+    _reject_unknown_keys(module, given, devices, total)
+    rng = np.random.default_rng(seed)
+    per_device = []
+    for d in range(devices):
+        leaves = []
+        for i in range(total):
+            param = params[_param_of_leaf(counts, i)]
+            key = f"dev{d}_arg{i}" if f"dev{d}_arg{i}" in given else f"arg{i}"
+            if key in given:
+                leaves.append(given[key])
+            elif random_inputs:
+                leaves.append(None)
+            else:
+                where = f"arg{i}" if devices == 1 else f"arg{i} (or dev{d}_arg{i})"
+                raise error(f"no input for parameter {param.attrs['parameter_number']} (%{param.name}) "
+                            f"of shape {param.shape.without_layout()}: give {where} with --inputs or "
+                            f"--input, or use --random-inputs", param.loc)
+        values = _assemble_with_random(shapes, leaves, rng)
+        per_device.append(values)
+    return per_device
+
+
+def _assemble_with_random(shapes, leaves: list, rng: np.random.Generator) -> list:
+    out, it = [], iter(leaves)
+    for shape in shapes:
+        out.append(_fill(shape, it, rng))
+    return out
+
+
+def _fill(shape, it, rng):
+    if shape.is_tuple:
+        return tuple(_fill(s, it, rng) for s in shape.tuple_shapes)
+    if shape.is_token:
+        return values_io.random_value(shape, rng)
+    leaf = next(it)
+    if leaf is None:
+        return values_io.random_value(shape, rng)
+    return values_io.to_storage(leaf, shape)
+
+
+def _param_of_leaf(counts: list[int], leaf: int) -> int:
+    for p, n in enumerate(counts):
+        if leaf < n:
+            return p
+        leaf -= n
+    return len(counts) - 1
+
+
+def _reject_unknown_keys(module: Module, given: dict, devices: int, total: int) -> None:
+    entry = module.entry
+    for key in given:
+        parsed = values_io.split_key(key)
+        ok = parsed is not None and parsed[1] == "arg" and parsed[2] < total and (
+            parsed[0] is None or parsed[0] < devices)
+        if not ok:
+            expected = f"arg0..arg{total - 1}" if total else "no inputs"
+            if devices > 1 and total:
+                expected += f" or dev0_arg0..dev{devices - 1}_arg{total - 1}"
+            raise error(f"input '{key}' matches no parameter of the entry computation %{entry.name} "
+                        f"(expected {expected})", entry.signature_loc or entry.loc)
+
+
+def _infeeds(infeed_file: Optional[str], devices: int) -> Optional[list[list]]:
+    if not infeed_file:
+        return None
+    arrays = _load(infeed_file)
+    shared, own = [], {d: [] for d in range(devices)}
+    for key in sorted(arrays, key=lambda k: (values_io.split_key(k) or (None, k, 0))[2]):
+        parsed = values_io.split_key(key)
+        if parsed is not None and parsed[0] is not None:
+            if parsed[0] < devices:
+                own[parsed[0]].append(arrays[key])
+        else:
+            shared.append(arrays[key])
+    return [own[d] if own[d] else shared for d in range(devices)]
+
+
+# --------------------------------------------------------------------------- outputs
+
+def _prefix(d: int, evaluators) -> str:
+    return f"dev{d}_" if len(evaluators) > 1 else ""
+
+
+def _outputs(evaluators) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for d, ev in enumerate(evaluators):
+        arrays.update(values_io.output_arrays(ev.result, _prefix(d, evaluators)))
+    return arrays
+
+
+def _outfeeds(evaluators) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for d, ev in enumerate(evaluators):
+        leaves = values_io.array_leaves(tuple(ev.outfeed))
+        for i, leaf in enumerate(leaves):
+            arrays[f"{_prefix(d, evaluators)}outfeed{i}"] = values_io.from_storage(leaf)
+    return arrays
+
+
+def _write_npz(path: str, arrays: dict, protected: list) -> None:
+    write_atomic(path, values_io.npz_bytes(arrays), inputs=[p for p in protected if p])
+
+
+def _print_results(module: Module, evaluators) -> None:
+    shape = module.entry.root.shape
+    out = sys.stdout
+    for d, ev in enumerate(evaluators):
+        if len(evaluators) > 1:
+            out.write(f"device {d} (replica {ev.device.replica_id}, partition {ev.device.partition_id}):\n")
+        out.write(values_io.format_value(ev.result, shape) + "\n")
+    out.flush()
+
+
+def _profile_table(evaluators) -> str:
+    """The instructions with the most own time, summed over devices."""
+    totals: dict = {}
+    for ev in evaluators:
+        for inst, (count, seconds) in (ev.profile or {}).items():
+            entry = totals.setdefault(inst, [0, 0.0])
+            entry[0] += count
+            entry[1] += seconds
+    grand = sum(s for _, s in totals.values()) or 1e-12
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][1])[:PROFILE_TOP]
+    lines = [f"profile: {len(totals)} instructions executed, {grand * 1e3:.3f} ms in total "
+             f"(own time, excluding called computations)",
+             f"{'ms':>10} {'%':>6} {'count':>7}  {'opcode':<22} instruction"]
+    for inst, (count, seconds) in rows:
+        where = f"%{inst.name}" + (f" in %{inst.parent.name}" if inst.parent is not None else "")
+        lines.append(f"{seconds * 1e3:10.3f} {100 * seconds / grand:6.1f} {count:7d}  {inst.opcode:<22} {where}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

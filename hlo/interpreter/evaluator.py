@@ -1,0 +1,1283 @@
+"""The HLO evaluator: runs a parsed module with whole-array numpy kernels.
+
+Values are numpy arrays in the storage dtype of their element type (logical,
+row-major order whatever the layout), Python tuples for tuple shapes and the
+`TOKEN` object for tokens. Values are never modified in place, so ops that do
+not change data (copy, opt-barrier, add-dependency ...) return their operand.
+
+Each computation is compiled once into a `_Plan`: its live instructions in an
+order where operands come first, each with the handler for its opcode (one
+small method per opcode or opcode family, found through `_HANDLERS`) and the
+slots of its operands. Called computations become `Combiner`s for the kernels
+(reduce, sort, scatter, map ...): the computation is evaluated *vectorised*, on
+whole arrays of scalars at once, when every live instruction is a scalar
+elementwise op; otherwise it is evaluated element by element.
+
+Layouts only matter for `bitcast`, which reinterprets the physical buffer.
+Collectives go through `hlo.interpreter.collectives` (one thread per device
+when replicas x partitions > 1, see `run_devices`). Every kernel ValueError
+becomes an HloError at the failing instruction, naming its opcode.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import time
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..attributes import ConvDims, DotDims, GatherDims, ReplicaGroups, ScatterDims, Window, WindowDim
+from ..diagnostics import HloError, error
+from ..ir import Computation, Instruction, Module
+from ..opcodes import OPCODES, Category
+from ..shapes import Shape, primitive_type, type_of_dtype
+from . import elementwise, indexing, linalg, linear, rng, sorting, windows
+from .combiner import Combiner
+
+Value = Any  # np.ndarray | tuple[Value, ...] | Token
+
+
+class Token:
+    """The value of a token[] (ordering only, no data)."""
+
+    _instance: Optional["Token"] = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "token"
+
+
+TOKEN = Token()
+
+
+# --------------------------------------------------------------------------- value helpers
+
+def leaves(value: Value) -> list:
+    """Array (and token) leaves of a value, depth-first."""
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
+
+
+def zeros_of(shape: Shape) -> Value:
+    """A zero value of `shape` (used for context elements of async tuples)."""
+    if shape.is_tuple:
+        return tuple(zeros_of(s) for s in shape.tuple_shapes)
+    if shape.is_token or not shape.element_type.is_array_type:
+        return TOKEN
+    return np.zeros(shape.dims, dtype=shape.element_type.dtype)
+
+
+def describe_value(value: Value) -> str:
+    """HLO-like spelling of a value's type, for messages: f32[2,3], (s32[], pred[4])."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(describe_value(v) for v in value) + ")"
+    if isinstance(value, Token):
+        return "token[]"
+    arr = np.asarray(value)
+    try:
+        name = type_of_dtype(arr.dtype).name
+    except KeyError:
+        name = str(arr.dtype)
+    return f"{name}[{','.join(map(str, arr.shape))}]"
+
+
+def value_matches(value: Value, shape: Shape) -> bool:
+    """True if a value has exactly the element types and dimensions of `shape`."""
+    if shape.is_tuple:
+        return (isinstance(value, tuple) and len(value) == len(shape.tuple_shapes)
+                and all(value_matches(v, s) for v, s in zip(value, shape.tuple_shapes)))
+    if shape.is_token:
+        return isinstance(value, Token)
+    return (isinstance(value, np.ndarray) and value.dtype == shape.element_type.dtype
+            and tuple(value.shape) == tuple(shape.dims))
+
+
+def _as_array(x) -> np.ndarray:
+    return x if type(x) is np.ndarray else np.asarray(x)
+
+
+def _as_tuple_if(shape: Shape, results: Sequence[np.ndarray]) -> Value:
+    """A kernel's list of results as the instruction's value (a tuple for tuple shapes)."""
+    return tuple(results) if shape.is_tuple else results[0]
+
+
+def _scalar_int(x) -> int:
+    return int(np.asarray(x).reshape(-1)[0])
+
+
+# --------------------------------------------------------------------------- plans
+
+class _Plan:
+    """A computation compiled for execution: live steps in dependency order."""
+
+    __slots__ = ("computation", "steps", "param_slots", "root_slot", "size")
+
+    def __init__(self, comp: Computation, batched: bool):
+        live = _live_instructions(comp)
+        order = [inst for inst in comp.post_order() if id(inst) in live]
+        slot = {id(inst): i for i, inst in enumerate(order)}
+        self.computation = comp
+        self.size = len(order)
+        self.param_slots = [(slot[id(p)], p.attrs["parameter_number"]) for p in comp.parameters
+                            if id(p) in slot]
+        self.root_slot = slot[id(comp.root)]
+        self.steps = [(_handler_for(inst, batched), inst, tuple(slot[id(op)] for op in inst.operands), i)
+                      for i, inst in enumerate(order) if inst.opcode != "parameter"]
+
+
+def _has_side_effect(inst: Instruction) -> bool:
+    info = OPCODES.get(inst.opcode)
+    if info is not None and info.side_effect:
+        return True
+    return inst.opcode in ("send", "send-done") or bool(inst.attrs.get("custom_call_has_side_effect"))
+
+
+def _live_instructions(comp: Computation) -> set[int]:
+    """ids of the instructions the root or a side effect depends on."""
+    stack = [comp.root] + [i for i in comp.instructions if _has_side_effect(i)]
+    live: set[int] = set()
+    while stack:
+        inst = stack.pop()
+        if id(inst) in live:
+            continue
+        live.add(id(inst))
+        stack.extend(inst.operands)
+        stack.extend(inst.control_predecessors)
+    return live
+
+
+# Data-movement ops that are the identity on a rank-0 value: in a vectorised
+# computation they pass a whole batch of scalars through unchanged.
+_SCALAR_IDENTITY_OPS = frozenset({"broadcast", "reshape", "transpose", "copy", "bitcast", "reverse",
+                                  "opt-barrier", "domain"})
+
+
+def _handler_for(inst: Instruction, batched: bool) -> Callable:
+    if batched and inst.opcode in _SCALAR_IDENTITY_OPS:
+        if inst.opcode == "bitcast" and inst.shape.element_type is not inst.operands[0].shape.element_type:
+            return Evaluator._h_bitcast_convert  # a scalar bitcast between types of one width
+        return Evaluator._h_identity
+    handler = _HANDLERS.get(inst.opcode)
+    if handler is None:
+        return Evaluator._h_unsupported
+    return handler
+
+
+def _is_scalar_shape(shape: Shape) -> bool:
+    if shape.is_tuple:
+        return all(_is_scalar_shape(s) for s in shape.tuple_shapes)
+    return shape.is_token or shape.rank == 0
+
+
+def _vectorisable(comp: Computation, seen: Optional[set] = None) -> bool:
+    """True if evaluating comp on arrays of scalars gives the per-element results."""
+    seen = set() if seen is None else seen
+    if id(comp) in seen:
+        return True
+    seen.add(id(comp))
+    for inst in comp.instructions:
+        if inst.shape is None or not _is_scalar_shape(inst.shape):
+            return False
+        if any(op.shape is None or not _is_scalar_shape(op.shape) for op in inst.operands):
+            return False
+        op = inst.opcode
+        info = OPCODES.get(op)
+        if info is None:
+            return False
+        if op == "call":
+            if not _vectorisable(inst.attrs["to_apply"], seen):
+                return False
+        elif not (info.category is Category.ELEMENTWISE or op in _SCALAR_IDENTITY_OPS
+                  or op in ("parameter", "constant", "tuple", "get-tuple-element")):
+            return False
+    return True
+
+
+_UFUNC_OF_ROOT = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+                  "minimum": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
+                  "xor": np.bitwise_xor}
+
+
+def binary_ufunc(comp: Computation) -> Optional[np.ufunc]:
+    """The numpy ufunc a computation amounts to: a single binary op of its two
+    parameters, in order (e.g. add(p0, p1) -> np.add); else None.
+
+    Note: np.maximum/np.minimum order -0 and +0 as equal, where XLA has -0 < +0.
+    """
+    params = comp.parameters
+    root = comp.root
+    if len(params) != 2 or root.opcode not in _UFUNC_OF_ROOT or root.operands != params:
+        return None
+    shapes = [p.shape for p in params] + [root.shape]
+    if any(s.is_tuple or s.rank != 0 for s in shapes):
+        return None
+    t = root.shape.element_type
+    if any(s.element_type is not t for s in shapes):
+        return None
+    if root.opcode in ("and", "or", "xor") and not (t.is_integral or t.is_pred):
+        return None
+    if root.opcode in ("maximum", "minimum") and t.is_complex:
+        return None
+    return _UFUNC_OF_ROOT[root.opcode]
+
+
+class _Plans:
+    """Plans and vectorisability, shared by the evaluators of every device.
+
+    Valid while the module is not modified."""
+
+    def __init__(self):
+        self._plans: dict[tuple[int, bool], _Plan] = {}
+        self._vectorisable: dict[int, bool] = {}
+        self._lock = threading.Lock()
+
+    def plan(self, comp: Computation, batched: bool = False) -> _Plan:
+        key = (id(comp), batched)
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = self._plans[key] = _Plan(comp, batched)
+        return plan
+
+    def vectorisable(self, comp: Computation) -> bool:
+        known = self._vectorisable.get(id(comp))
+        if known is None:
+            known = self._vectorisable[id(comp)] = _vectorisable(comp)
+        return known
+
+
+def new_plans() -> _Plans:
+    """An empty plan cache to share between runs of one (unchanged) module."""
+    return _Plans()
+
+
+# --------------------------------------------------------------------------- custom calls
+
+CustomCallHandler = Callable[["Evaluator", Instruction, list], Value]
+CUSTOM_CALL_TARGETS: dict[str, CustomCallHandler] = {}
+
+
+def register_custom_call(target: str, handler: CustomCallHandler) -> None:
+    """Make `custom_call_target=target` runnable: handler(evaluator, inst, operands) -> value."""
+    CUSTOM_CALL_TARGETS[target] = handler
+
+
+def _lapack_handler(kernel: Callable) -> CustomCallHandler:
+    def handler(ev: "Evaluator", inst: Instruction, ops: list) -> Value:
+        specs = [leaf for _, leaf in inst.shape.leaves()]
+        results = kernel(ops, specs, inst.backend_config, inst.frontend_attributes)
+        return _as_tuple_if(inst.shape, results)
+    return handler
+
+
+def _topk_custom_call(ev: "Evaluator", inst: Instruction, ops: list) -> Value:
+    """XLA:CPU's "TopK" target: (values, s32 indices) of the k largest along the last dim."""
+    if not inst.shape.is_tuple or len(inst.shape.tuple_shapes) != 2 or len(ops) != 1:
+        raise ValueError("TopK takes one operand and returns a (values, indices) tuple")
+    k = inst.shape.tuple_shapes[0].dims[-1]
+    largest = True
+    comps = inst.attrs.get("called_computations") or ()
+    if comps and comps[0].root.opcode == "compare":
+        largest = comps[0].root.attrs.get("direction") in ("GT", "GE")
+    return sorting.topk(ops[0], k, largest)
+
+
+for _target, _kernel in linalg.LAPACK_TARGETS.items():
+    register_custom_call(_target, _lapack_handler(_kernel))
+register_custom_call("TopK", _topk_custom_call)
+
+
+# --------------------------------------------------------------------------- the evaluator
+
+_HANDLERS: dict[str, Callable] = {}
+
+
+def _handles(*opcodes: str):
+    def register(fn):
+        for op in opcodes:
+            _HANDLERS[op] = fn
+        return fn
+    return register
+
+
+# Binary ops numpy computes exactly as XLA does for these dtypes (IEEE arithmetic,
+# two's-complement wrapping): the evaluator calls numpy directly for them.
+_IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_NATIVE_INTS = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
+                                                np.uint8, np.uint16, np.uint32, np.uint64))
+_FAST_BINARY = {
+    "add": (np.add, _IEEE_FLOATS | _NATIVE_INTS),
+    "subtract": (np.subtract, _IEEE_FLOATS | _NATIVE_INTS),
+    "multiply": (np.multiply, _IEEE_FLOATS | _NATIVE_INTS),
+    "divide": (np.divide, _IEEE_FLOATS),
+    "maximum": (np.maximum, _NATIVE_INTS),
+    "minimum": (np.minimum, _NATIVE_INTS),
+    "and": (np.bitwise_and, _NATIVE_INTS | {np.dtype(np.bool_)}),
+    "or": (np.bitwise_or, _NATIVE_INTS | {np.dtype(np.bool_)}),
+    "xor": (np.bitwise_xor, _NATIVE_INTS | {np.dtype(np.bool_)}),
+}
+
+
+def _ieee_extremum(ufunc: np.ufunc, negative_zero_wins: Callable) -> Callable:
+    """IEEE-754-2019 maximum/minimum of float arrays: numpy's NaN-propagating
+    np.maximum/np.minimum, with the sign of a zero result fixed (-0 < +0), which
+    numpy leaves to whichever operand it happens to return."""
+    def kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        out = _as_array(ufunc(x, y))
+        zero = out == 0
+        if zero.any():
+            wrong = zero & (np.signbit(out) != negative_zero_wins(np.signbit(x), np.signbit(y)))
+            if wrong.any():
+                out = np.where(wrong, -out, out)
+        return out
+    return kernel
+
+
+_FAST_FLOAT_BINARY = {
+    "maximum": _ieee_extremum(np.maximum, np.logical_and),  # -0 only if both are -0
+    "minimum": _ieee_extremum(np.minimum, np.logical_or),   # -0 if either is -0
+}
+_FAST_UNARY = {
+    "negate": (np.negative, _IEEE_FLOATS | _NATIVE_INTS),
+}
+_COMPARE_UFUNCS = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal,
+                   "GT": np.greater, "LE": np.less_equal, "LT": np.less}
+_REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+
+class Evaluator:
+    """Evaluates a module for one device.
+
+    module:  the parsed module (hlo.ir.Module).
+    seed:    seeds the stateful `rng` op.
+    infeed:  arrays consumed in order by `infeed` (an infeed of a tuple shape takes
+             one array per leaf) and by host-transfer `recv`.
+    device:  a collectives DeviceView; None means a single device (1 replica, 1 partition).
+    profile: when True, `self.profile` maps each executed instruction to
+             [executions, seconds of its own time (excluding called computations)].
+
+    After `run`, `self.outfeed` holds the values written by `outfeed` and host `send`.
+    """
+
+    def __init__(self, module: Module, *, seed: int = 0, infeed: Iterable = (), device=None,
+                 profile: bool = False, plans: Optional[_Plans] = None):
+        self.module = module
+        self._seed = seed
+        self._rng_state: Optional[rng.RngState] = None
+        self.infeed = collections.deque(leaves(tuple(infeed)))
+        self.outfeed: list[Value] = []
+        self.channels: dict[Optional[int], collections.deque] = collections.defaultdict(collections.deque)
+        self._device = device
+        self._plans = plans if plans is not None else _Plans()
+        self._combiners: dict[int, Combiner] = {}
+        self.profile: Optional[dict[Instruction, list]] = {} if profile else None
+        self._child_time = 0.0
+
+    # -- entry points
+    @property
+    def rng_state(self) -> rng.RngState:
+        """The random state of the `rng` ops (created on first use: seeding costs time)."""
+        if self._rng_state is None:
+            self._rng_state = rng.RngState(self._seed)
+        return self._rng_state
+
+    @property
+    def device(self):
+        if self._device is None:
+            from .collectives import CollectiveContext
+            self._device = CollectiveContext(1, 1).device(0, 0)
+        return self._device
+
+    def run(self, arguments: Sequence[Value]) -> Value:
+        """Evaluate the entry computation on `arguments` (one value per parameter)."""
+        entry = self.module.entry
+        check_arguments(entry, arguments)
+        with np.errstate(all="ignore"):
+            return self.call(entry, tuple(arguments))
+
+    def call(self, comp: Computation, args: Sequence[Value]) -> Value:
+        """Evaluate a computation on argument values."""
+        return self._execute(self._plans.plan(comp), args)
+
+    # -- the interpreter loop
+    def _execute(self, plan: _Plan, args: Sequence[Value]) -> Value:
+        if self.profile is not None:
+            return self._execute_profiled(plan, args)
+        values: list = [None] * plan.size
+        for slot, number in plan.param_slots:
+            values[slot] = args[number]
+        step = None
+        try:
+            for step in plan.steps:
+                handler, inst, operands, slot = step
+                values[slot] = handler(self, inst, [values[i] for i in operands])
+        except ValueError as exc:
+            raise self._kernel_error(step[1], exc) from None
+        return values[plan.root_slot]
+
+    def _execute_profiled(self, plan: _Plan, args: Sequence[Value]) -> Value:
+        values: list = [None] * plan.size
+        for slot, number in plan.param_slots:
+            values[slot] = args[number]
+        clock = time.perf_counter
+        for handler, inst, operands, slot in plan.steps:
+            outer_child_time, self._child_time = self._child_time, 0.0
+            start = clock()
+            try:
+                values[slot] = handler(self, inst, [values[i] for i in operands])
+            except ValueError as exc:
+                raise self._kernel_error(inst, exc) from None
+            elapsed = clock() - start
+            record = self.profile.setdefault(inst, [0, 0.0])
+            record[0] += 1
+            record[1] += elapsed - self._child_time
+            self._child_time = outer_child_time + elapsed
+        return values[plan.root_slot]
+
+    @staticmethod
+    def _kernel_error(inst: Instruction, exc: Exception) -> HloError:
+        return error(f"{inst.opcode} failed: {exc}", inst.loc)
+
+    # -- called computations
+    def combiner(self, comp: Computation) -> Combiner:
+        """The computation as a Combiner (vectorised when possible), cached."""
+        found = self._combiners.get(id(comp))
+        if found is None:
+            if self._plans.vectorisable(comp):
+                plan = self._plans.plan(comp, batched=True)
+                fn = self._vectorised_fn(plan)
+            else:
+                fn = self._elementwise_fn(comp)
+            found = Combiner(fn, len(comp.parameters), binary_ufunc(comp), comp.name)
+            self._combiners[id(comp)] = found
+        return found
+
+    def _vectorised_fn(self, plan: _Plan) -> Callable:
+        def fn(*args):
+            result = self._execute(plan, args)
+            return result if isinstance(result, tuple) else (result,)
+        return fn
+
+    def _elementwise_fn(self, comp: Computation) -> Callable:
+        """Evaluate comp once per element (for computations with non-scalar steps)."""
+        plan = self._plans.plan(comp)
+
+        def fn(*args):
+            arrays = np.broadcast_arrays(*[np.asarray(a) for a in args])
+            shape = arrays[0].shape if arrays else ()
+            outs: Optional[list] = None
+            for index in np.ndindex(*shape):
+                result = self._execute(plan, [np.asarray(a[index]) for a in arrays])
+                parts = result if isinstance(result, tuple) else (result,)
+                if outs is None:
+                    outs = [np.empty(shape, dtype=np.asarray(p).dtype) for p in parts]
+                for out, part in zip(outs, parts):
+                    out[index] = part
+            if outs is None:  # empty batch: results of the right types, no elements
+                outs = [np.empty(shape, dtype=s.element_type.dtype) for _, s in comp.root.shape.leaves()]
+            return tuple(outs)
+        return fn
+
+    # ----------------------------------------------------------------------- leaves
+
+    def _h_unsupported(self, inst, ops):
+        raise error(f"the interpreter does not support '{inst.opcode}'", inst.loc)
+
+    def _h_identity(self, inst, ops):
+        return ops[0]
+
+    @_handles("constant")
+    def _h_constant(self, inst, ops):
+        lit = inst.attrs["literal"]
+        if _is_elided(lit):
+            raise error(f"constant %{inst.name}: its data was elided ({{...}}) in the text, "
+                        "so the module cannot be run", inst.loc)
+        return lit.value()
+
+    @_handles("iota")
+    def _h_iota(self, inst, ops):
+        return elementwise.iota(inst.shape, inst.attrs["iota_dimension"])
+
+    @_handles("replica-id")
+    def _h_replica_id(self, inst, ops):
+        return np.array(self.device.replica_id, dtype=np.uint32)
+
+    @_handles("partition-id")
+    def _h_partition_id(self, inst, ops):
+        return np.array(self.device.partition_id, dtype=np.uint32)
+
+    # ----------------------------------------------------------------------- elementwise
+
+    def _h_unary(self, inst, ops):
+        x = ops[0]
+        fast = _FAST_UNARY.get(inst.opcode)
+        if fast is not None and x.dtype in fast[1]:
+            return _as_array(fast[0](x))
+        return elementwise.UNARY[inst.opcode](x, inst.shape.element_type)
+
+    def _h_binary(self, inst, ops):
+        x, y = ops
+        if x.dtype == y.dtype:
+            fast = _FAST_BINARY.get(inst.opcode)
+            if fast is not None and x.dtype in fast[1]:
+                return _as_array(fast[0](x, y))
+            if x.dtype in _REAL_FLOATS and inst.opcode in _FAST_FLOAT_BINARY:
+                return _FAST_FLOAT_BINARY[inst.opcode](x, y)
+        return elementwise.BINARY[inst.opcode](x, y, inst.shape.element_type)
+
+    @_handles("copy", "opt-barrier", "add-dependency", "domain")
+    def _h_pass_through(self, inst, ops):
+        return ops[0]  # values are immutable: a copy can share the array
+
+    @_handles("compare")
+    def _h_compare(self, inst, ops):
+        x, y = ops
+        direction = inst.attrs["direction"]
+        kind = inst.attrs.get("type")
+        if x.dtype == y.dtype and (
+                (kind in (None, "FLOAT") and x.dtype in _REAL_FLOATS)
+                or (kind is None and x.dtype in _NATIVE_INTS)):
+            return _as_array(_COMPARE_UFUNCS[direction](x, y))
+        return elementwise.compare(x, y, direction, kind)
+
+    @_handles("select")
+    def _h_select(self, inst, ops):
+        return elementwise.select(*ops)
+
+    @_handles("clamp")
+    def _h_clamp(self, inst, ops):
+        lo, x, hi = ops
+        if lo.ndim > x.ndim or hi.ndim > x.ndim:  # vectorised scalars with the batch in lo/hi
+            lo, x, hi = np.broadcast_arrays(lo, x, hi)
+        return elementwise.clamp(lo, x, hi)
+
+    @_handles("convert")
+    def _h_convert(self, inst, ops):
+        return elementwise.convert(ops[0], inst.operands[0].shape.element_type, inst.shape.element_type)
+
+    @_handles("bitcast-convert")
+    def _h_bitcast_convert(self, inst, ops):
+        return elementwise.bitcast_convert(ops[0], inst.operands[0].shape.element_type,
+                                           inst.shape.element_type)
+
+    @_handles("reduce-precision")
+    def _h_reduce_precision(self, inst, ops):
+        return elementwise.reduce_precision(ops[0], inst.attrs["exponent_bits"], inst.attrs["mantissa_bits"])
+
+    @_handles("stochastic-convert")
+    def _h_stochastic_convert(self, inst, ops):
+        return elementwise.stochastic_convert(ops[0], ops[1], inst.shape.element_type)
+
+    # ----------------------------------------------------------------------- data movement
+
+    @_handles("broadcast")
+    def _h_broadcast(self, inst, ops):
+        x = ops[0]
+        dims = tuple(inst.attrs.get("dimensions", ()))
+        out_dims = inst.shape.dims
+        if len(dims) != x.ndim:
+            raise ValueError(f"dimensions={list(dims)} has {len(dims)} entries for an operand of rank {x.ndim}")
+        if list(dims) != sorted(dims):
+            order = sorted(range(len(dims)), key=lambda i: dims[i])
+            x, dims = x.transpose(order), tuple(dims[i] for i in order)
+        expanded = [1] * len(out_dims)
+        for i, d in enumerate(dims):
+            expanded[d] = x.shape[i]
+        return broadcast_view(x.reshape(expanded), out_dims)
+
+    @_handles("reshape")
+    def _h_reshape(self, inst, ops):
+        return ops[0].reshape(inst.shape.dims)
+
+    @_handles("dynamic-reshape")
+    def _h_dynamic_reshape(self, inst, ops):
+        sizes = [_scalar_int(s) for s in ops[1:]]
+        if tuple(sizes) != tuple(inst.shape.dims):
+            raise ValueError(f"runtime sizes {sizes} differ from the bounds {list(inst.shape.dims)}; "
+                             "dynamic dimension sizes are not supported by the interpreter")
+        return ops[0].reshape(inst.shape.dims)
+
+    @_handles("transpose")
+    def _h_transpose(self, inst, ops):
+        return ops[0].transpose(inst.attrs["dimensions"])
+
+    @_handles("reverse")
+    def _h_reverse(self, inst, ops):
+        return np.flip(ops[0], tuple(inst.attrs["dimensions"]))
+
+    @_handles("slice")
+    def _h_slice(self, inst, ops):
+        ranges = inst.attrs["slice"]
+        return indexing.slice_array(ops[0], [r[0] for r in ranges], [r[1] for r in ranges],
+                                    [r[2] for r in ranges])
+
+    @_handles("concatenate")
+    def _h_concatenate(self, inst, ops):
+        return np.concatenate(ops, axis=inst.attrs["dimensions"][0])
+
+    @_handles("pad")
+    def _h_pad(self, inst, ops):
+        return windows.pad(ops[0], ops[1], inst.attrs["padding"])
+
+    @_handles("tuple")
+    def _h_tuple(self, inst, ops):
+        return tuple(ops)
+
+    @_handles("get-tuple-element")
+    def _h_get_tuple_element(self, inst, ops):
+        return ops[0][inst.attrs["index"]]
+
+    @_handles("bitcast")
+    def _h_bitcast(self, inst, ops):
+        return bitcast(ops[0], inst.operands[0].shape, inst.shape)
+
+    @_handles("get-dimension-size")
+    def _h_get_dimension_size(self, inst, ops):
+        return np.array(ops[0].shape[inst.attrs["dimensions"][0]], dtype=np.int32)
+
+    @_handles("set-dimension-size")
+    def _h_set_dimension_size(self, inst, ops):
+        dim = inst.attrs["dimensions"][0]
+        size = _scalar_int(ops[1])
+        if size != ops[0].shape[dim]:
+            raise ValueError(f"runtime size {size} of dimension {dim} differs from its bound "
+                             f"{ops[0].shape[dim]}; dynamic dimension sizes are not supported "
+                             "by the interpreter")
+        return ops[0]
+
+    # ----------------------------------------------------------------------- indexing
+
+    @_handles("dynamic-slice")
+    def _h_dynamic_slice(self, inst, ops):
+        return indexing.dynamic_slice(ops[0], _start_indices(ops[1:]), inst.attrs["dynamic_slice_sizes"])
+
+    @_handles("dynamic-update-slice")
+    def _h_dynamic_update_slice(self, inst, ops):
+        return indexing.dynamic_update_slice(ops[0], ops[1], _start_indices(ops[2:]))
+
+    @_handles("gather")
+    def _h_gather(self, inst, ops):
+        return indexing.gather(ops[0], ops[1], GatherDims.of(inst), tuple(inst.attrs["slice_sizes"]),
+                               tuple(inst.shape.dims))
+
+    @_handles("scatter")
+    def _h_scatter(self, inst, ops):
+        n = (len(ops) - 1) // 2
+        results = indexing.scatter(list(ops[:n]), ops[n], list(ops[n + 1:]), ScatterDims.of(inst),
+                                   self.combiner(inst.attrs["to_apply"]),
+                                   inst.attrs.get("indices_are_sorted", False),
+                                   inst.attrs.get("unique_indices", False))
+        return _as_tuple_if(inst.shape, results)
+
+    # ----------------------------------------------------------------------- dot / convolution
+
+    @_handles("dot")
+    def _h_dot(self, inst, ops):
+        lhs, rhs = ops
+        dims = DotDims.of(inst)
+        if lhs.dtype == rhs.dtype == inst.shape.element_type.dtype and lhs.dtype in _IEEE_FLOATS:
+            product = _matmul_form(lhs, rhs, dims)
+            if product is not None:
+                return product
+        return linear.dot_general(lhs, rhs, dims, inst.shape.element_type)
+
+    @_handles("ragged-dot")
+    def _h_ragged_dot(self, inst, ops):
+        return ragged_dot(ops[0], ops[1], ops[2], DotDims.of(inst), inst.attrs["lhs_ragged_dims"],
+                          inst.attrs.get("rhs_group_dims", ()), inst.shape.element_type)
+
+    @_handles("scaled-dot")
+    def _h_scaled_dot(self, inst, ops):
+        return scaled_dot(ops[0], ops[1], ops[2], ops[3], DotDims.of(inst), inst.shape.element_type)
+
+    @_handles("convolution")
+    def _h_convolution(self, inst, ops):
+        dims: ConvDims = inst.attrs["dim_labels"]
+        window = inst.attrs.get("window")
+        if window is None:  # no window= : the kernel's full extent, stride 1, no padding
+            window = Window(tuple(WindowDim(ops[1].shape[d]) for d in dims.kernel_spatial))
+        return linear.convolution(ops[0], ops[1], window, dims, inst.attrs.get("feature_group_count", 1),
+                                  inst.attrs.get("batch_group_count", 1), inst.shape.element_type)
+
+    # ----------------------------------------------------------------------- reductions
+
+    @_handles("reduce")
+    def _h_reduce(self, inst, ops):
+        n = len(ops) // 2
+        results = windows.reduce(ops[:n], ops[n:], inst.attrs["dimensions"],
+                                 self.combiner(inst.attrs["to_apply"]))
+        return _as_tuple_if(inst.shape, results)
+
+    @_handles("reduce-window")
+    def _h_reduce_window(self, inst, ops):
+        n = len(ops) // 2
+        window = inst.attrs.get("window") or Window(tuple(WindowDim(1) for _ in range(ops[0].ndim)))
+        results = windows.reduce_window(ops[:n], ops[n:], window, self.combiner(inst.attrs["to_apply"]))
+        return _as_tuple_if(inst.shape, results)
+
+    @_handles("select-and-scatter")
+    def _h_select_and_scatter(self, inst, ops):
+        window = inst.attrs.get("window") or Window(tuple(WindowDim(1) for _ in range(ops[0].ndim)))
+        return windows.select_and_scatter(ops[0], ops[1], ops[2], window,
+                                          self.combiner(inst.attrs["select"]),
+                                          self.combiner(inst.attrs["scatter"]))
+
+    # ----------------------------------------------------------------------- control flow
+
+    @_handles("call", "fusion")
+    def _h_call(self, inst, ops):
+        callee = inst.attrs["to_apply"] if inst.opcode == "call" else inst.attrs["calls"]
+        return self._execute(self._plans.plan(callee), ops)
+
+    @_handles("while")
+    def _h_while(self, inst, ops):
+        condition = self._plans.plan(inst.attrs["condition"])
+        body = self._plans.plan(inst.attrs["body"])
+        state = ops[0]
+        while bool(self._execute(condition, (state,))):
+            state = self._execute(body, (state,))
+        return state
+
+    @_handles("conditional")
+    def _h_conditional(self, inst, ops):
+        selector = np.asarray(ops[0])
+        branches = inst.attrs.get("branch_computations")
+        if selector.dtype == np.bool_:
+            index = 0 if bool(selector) else 1
+            if not branches:
+                branches = (inst.attrs["true_computation"], inst.attrs["false_computation"])
+        else:
+            index = _scalar_int(selector)
+            if not 0 <= index < len(branches):
+                index = len(branches) - 1  # out of range runs the last branch, as in XLA
+        return self._execute(self._plans.plan(branches[index]), (ops[1 + index],))
+
+    @_handles("map")
+    def _h_map(self, inst, ops):
+        result = self.combiner(inst.attrs["to_apply"])(*ops)[0]
+        dtype = inst.shape.element_type.dtype
+        return np.broadcast_to(np.asarray(result).astype(dtype, copy=False), inst.shape.dims)
+
+    @_handles("sort")
+    def _h_sort(self, inst, ops):
+        results = sorting.sort(list(ops), inst.attrs["dimensions"][0], self.combiner(inst.attrs["to_apply"]),
+                               inst.attrs.get("is_stable", False))
+        return _as_tuple_if(inst.shape, results)
+
+    @_handles("topk")
+    def _h_topk(self, inst, ops):
+        return sorting.topk(ops[0], inst.attrs["k"], inst.attrs.get("largest", True))
+
+    @_handles("scan")
+    def _h_scan(self, inst, ops):
+        return self._scan(inst, ops)
+
+    def _scan(self, inst, ops):
+        k = inst.attrs["num_carries"]
+        dim = inst.attrs["dimensions"][0]
+        inputs, carries = list(ops[:len(ops) - k]), tuple(ops[len(ops) - k:])
+        length = inputs[0].shape[dim] if inputs else 0
+        plan = self._plans.plan(inst.attrs["to_apply"])
+        steps = range(length - 1, -1, -1) if inst.attrs.get("is_reverse") else range(length)
+        per_step: dict[int, list] = {}
+        for t in steps:
+            result = self._execute(plan, [np.take(x, t, axis=dim) for x in inputs] + list(carries))
+            parts = result if isinstance(result, tuple) else (result,)
+            outputs, carries = parts[:len(parts) - k], tuple(parts[len(parts) - k:])
+            per_step[t] = list(outputs)
+        output_shapes = inst.shape.tuple_shapes[:len(inst.shape.tuple_shapes) - k] if inst.shape.is_tuple \
+            else (inst.shape,)
+        stacked = [np.stack([per_step[t][j] for t in range(length)], axis=dim) if length
+                   else zeros_of(s) for j, s in enumerate(output_shapes)]
+        if not inst.shape.is_tuple:
+            return stacked[0]
+        return tuple(stacked) + carries
+
+    # ----------------------------------------------------------------------- linear algebra
+
+    @_handles("fft")
+    def _h_fft(self, inst, ops):
+        return linalg.fft(ops[0], inst.attrs["fft_type"], inst.attrs["fft_length"])
+
+    @_handles("cholesky")
+    def _h_cholesky(self, inst, ops):
+        return linalg.cholesky(ops[0], inst.attrs.get("lower", False))
+
+    @_handles("triangular-solve")
+    def _h_triangular_solve(self, inst, ops):
+        transpose = inst.attrs.get("transpose_a", "NO_TRANSPOSE")
+        if transpose == "TRANSPOSE_INVALID":
+            transpose = "NO_TRANSPOSE"
+        a = inst.attrs
+        return linalg.triangular_solve(ops[0], ops[1], a.get("left_side", False), a.get("lower", False),
+                                       a.get("unit_diagonal", False), transpose)
+
+    @_handles("batch-norm-training")
+    def _h_batch_norm_training(self, inst, ops):
+        return tuple(linalg.batch_norm_training(*ops, inst.attrs["epsilon"], inst.attrs["feature_index"]))
+
+    @_handles("batch-norm-inference")
+    def _h_batch_norm_inference(self, inst, ops):
+        return linalg.batch_norm_inference(*ops, inst.attrs["epsilon"], inst.attrs["feature_index"])
+
+    @_handles("batch-norm-grad")
+    def _h_batch_norm_grad(self, inst, ops):
+        return tuple(linalg.batch_norm_grad(*ops, inst.attrs["epsilon"], inst.attrs["feature_index"]))
+
+    # ----------------------------------------------------------------------- randomness
+
+    @_handles("rng")
+    def _h_rng(self, inst, ops):
+        t = inst.shape.element_type
+        if inst.attrs["distribution"] == "rng_normal":
+            return rng.rng_normal(ops[0], ops[1], inst.shape.dims, t, self.rng_state)
+        return rng.rng_uniform(ops[0], ops[1], inst.shape.dims, t, self.rng_state)
+
+    @_handles("rng-bit-generator")
+    def _h_rng_bit_generator(self, inst, ops):
+        out = inst.shape.tuple_shapes[1]
+        return rng.rng_bit_generator(inst.attrs["algorithm"], ops[0], out.dims, out.element_type)
+
+    @_handles("rng-get-and-update-state")
+    def _h_rng_get_and_update_state(self, inst, ops):
+        return rng.rng_get_and_update_state(self.rng_state, inst.attrs["delta"])
+
+    # ----------------------------------------------------------------------- host transfers, tokens
+
+    @_handles("after-all")
+    def _h_after_all(self, inst, ops):
+        return TOKEN
+
+    @_handles("infeed")
+    def _h_infeed(self, inst, ops):
+        data_shape = inst.shape.tuple_shapes[0]
+        return (self._take_infeed(inst, data_shape), TOKEN)
+
+    def _take_infeed(self, inst: Instruction, shape: Shape) -> Value:
+        if shape.is_tuple:
+            return tuple(self._take_infeed(inst, s) for s in shape.tuple_shapes)
+        if shape.is_token:
+            return TOKEN
+        if not self.infeed:
+            raise error(f"{inst.opcode} %{inst.name}: the infeed queue is empty (it needs a value of "
+                        f"shape {shape})", inst.loc)
+        value = self.infeed.popleft()
+        from .values_io import to_storage
+        try:
+            return to_storage(value, shape)
+        except ValueError as exc:
+            raise error(f"{inst.opcode} %{inst.name}: infeed value does not fit: {exc}", inst.loc) from None
+
+    @_handles("outfeed")
+    def _h_outfeed(self, inst, ops):
+        self.outfeed.append(ops[0])
+        return TOKEN
+
+    @_handles("send")
+    def _h_send(self, inst, ops):
+        if inst.attrs.get("is_host_transfer"):
+            self.outfeed.append(ops[0])
+        else:
+            self.channels[inst.attrs.get("channel_id")].append(ops[0])
+        return (ops[0], np.zeros((), np.uint32), TOKEN)
+
+    @_handles("send-done")
+    def _h_send_done(self, inst, ops):
+        return TOKEN
+
+    @_handles("recv")
+    def _h_recv(self, inst, ops):
+        return zeros_of(inst.shape)
+
+    @_handles("recv-done")
+    def _h_recv_done(self, inst, ops):
+        data_shape = inst.shape.tuple_shapes[0]
+        if inst.attrs.get("is_host_transfer"):
+            return (self._take_infeed(inst, data_shape), TOKEN)
+        queue = self.channels[inst.attrs.get("channel_id")]
+        if not queue:
+            raise error(f"recv-done %{inst.name}: nothing was sent on channel "
+                        f"{inst.attrs.get('channel_id')} before it (the program would deadlock)", inst.loc)
+        return (queue.popleft(), TOKEN)
+
+    # ----------------------------------------------------------------------- custom calls
+
+    @_handles("custom-call")
+    def _h_custom_call(self, inst, ops):
+        target = inst.attrs["custom_call_target"]
+        handler = CUSTOM_CALL_TARGETS.get(target)
+        if handler is None:
+            raise error(f"custom-call target \"{target}\" is not known to the interpreter "
+                        f"(known: LAPACK targets such as lapack_spotrf_ffi, and TopK)",
+                        inst.attr_locs.get("custom_call_target", inst.loc))
+        return handler(self, inst, ops)
+
+    # ----------------------------------------------------------------------- async wrappers
+
+    @_handles("async-start")
+    def _h_async_start(self, inst, ops):
+        result = self._execute(self._plans.plan(inst.attrs["calls"]), ops)
+        return _async_tuple(inst.shape, tuple(ops), result)
+
+    @_handles("async-update")
+    def _h_async_update(self, inst, ops):
+        return ops[0]
+
+    @_handles("async-done")
+    def _h_async_done(self, inst, ops):
+        return ops[0][1]
+
+    @_handles("copy-start")
+    def _h_copy_start(self, inst, ops):
+        return _async_tuple(inst.shape, ops[0], ops[0])
+
+    @_handles("copy-done")
+    def _h_copy_done(self, inst, ops):
+        return ops[0][0]
+
+    # ----------------------------------------------------------------------- collectives
+
+    def _collective_args(self, inst):
+        a = inst.attrs
+        return _replica_groups(a.get("replica_groups")), a.get("channel_id"), a.get("use_global_device_ids", False)
+
+    @_handles("all-reduce", "all-reduce-start")
+    def _h_all_reduce(self, inst, ops):
+        groups, channel, global_ids = self._collective_args(inst)
+        results = self.device.all_reduce(list(ops), groups, channel, global_ids,
+                                         self.combiner(inst.attrs["to_apply"]))
+        return tuple(results) if len(ops) > 1 or inst.shape.is_tuple else results[0]
+
+    @_handles("all-gather", "all-gather-start")
+    def _h_all_gather(self, inst, ops):
+        groups, channel, global_ids = self._collective_args(inst)
+        results = self.device.all_gather(list(ops), inst.attrs["dimensions"][0], groups, channel, global_ids)
+        if inst.opcode == "all-gather-start":
+            return _collective_start_value(inst.shape, ops, results)
+        return tuple(results) if inst.shape.is_tuple else results[0]
+
+    @_handles("reduce-scatter")
+    def _h_reduce_scatter(self, inst, ops):
+        groups, channel, global_ids = self._collective_args(inst)
+        results = self.device.reduce_scatter(list(ops), inst.attrs["dimensions"][0], groups, channel,
+                                             global_ids, self.combiner(inst.attrs["to_apply"]))
+        return tuple(results) if inst.shape.is_tuple else results[0]
+
+    @_handles("all-to-all")
+    def _h_all_to_all(self, inst, ops):
+        groups, channel, _ = self._collective_args(inst)
+        dims = inst.attrs.get("dimensions")
+        split = dims[0] if dims else None
+        results = self.device.all_to_all(list(ops), split, groups, channel)
+        return tuple(results) if inst.shape.is_tuple else results[0]
+
+    @_handles("ragged-all-to-all")
+    def _h_ragged_all_to_all(self, inst, ops):
+        groups, channel, _ = self._collective_args(inst)
+        return self.device.ragged_all_to_all(*ops, groups, channel)
+
+    @_handles("collective-broadcast")
+    def _h_collective_broadcast(self, inst, ops):
+        groups, channel, _ = self._collective_args(inst)
+        results = self.device.collective_broadcast(list(ops), groups, channel)
+        return tuple(results) if inst.shape.is_tuple else results[0]
+
+    @_handles("collective-permute", "collective-permute-start")
+    def _h_collective_permute(self, inst, ops):
+        if inst.attrs.get("slice_sizes"):
+            raise error(f"{inst.opcode} with slice_sizes (in-place form) is not supported by the interpreter",
+                        inst.loc)
+        pairs = [tuple(p) for p in inst.attrs["source_target_pairs"]]
+        channel = inst.attrs.get("channel_id")
+        if len(ops) == 1:
+            results = [self.device.collective_permute(ops[0], pairs, channel)]
+        else:  # the combined form: one exchange for every operand
+            results = list(self.device.collective_permute(list(ops), pairs, channel))
+        if inst.opcode == "collective-permute-start":
+            return _collective_start_value(inst.shape, ops, results)
+        return tuple(results) if len(ops) > 1 else results[0]
+
+    @_handles("all-reduce-done", "all-gather-done", "collective-permute-done")
+    def _h_collective_done(self, inst, ops):
+        start = inst.operands[0]
+        if start.shape.compatible(inst.shape):
+            return ops[0]
+        return ops[0][1]
+
+
+for _op in elementwise.UNARY:
+    _HANDLERS.setdefault(_op, Evaluator._h_unary)
+for _op in elementwise.BINARY:
+    _HANDLERS.setdefault(_op, Evaluator._h_binary)
+
+
+# --------------------------------------------------------------------------- helpers of handlers
+
+def _is_elided(lit) -> bool:
+    if lit.is_tuple:
+        return any(_is_elided(e) for e in lit.elements)
+    return lit.elided
+
+
+def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np.ndarray]:
+    """The dot as one np.matmul when its dimension numbers are a (batched) matrix
+    product up to a swap of the last two axes of an operand; else None.
+
+    Only for operands already of the result's float type, where dot_general would
+    make the same BLAS call on the same values."""
+    b = len(dims.lhs_batch)
+    batch = tuple(range(b))
+    if (dims.lhs_batch != batch or dims.rhs_batch != batch or len(dims.lhs_contracting) != 1
+            or len(dims.rhs_contracting) != 1):
+        return None
+    lc, rc = dims.lhs_contracting[0], dims.rhs_contracting[0]
+    if b == 0 and lhs.ndim == 1 and rhs.ndim <= 2 and lc == 0:
+        return np.matmul(lhs, rhs if rc == 0 or rhs.ndim == 1 else rhs.T)
+    if lhs.ndim != b + 2 or rhs.ndim not in (b + 1, b + 2):
+        return None
+    if lc == b:
+        lhs = lhs.swapaxes(-1, -2)
+    elif lc != b + 1:
+        return None
+    if rhs.ndim == b + 1:
+        return np.matmul(lhs, rhs[..., None])[..., 0] if rc == b else None
+    if rc == b + 1:
+        rhs = rhs.swapaxes(-1, -2)
+    elif rc != b:
+        return None
+    return np.matmul(lhs, rhs)
+
+
+def broadcast_view(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    """np.broadcast_to(x, dims) for x of the same rank, as a read-only zero-stride view
+    built directly (np.broadcast_to costs several microseconds)."""
+    if x.shape == tuple(dims):
+        return x
+    if not x.flags.c_contiguous:
+        return np.broadcast_to(x, dims)
+    strides = tuple(0 if n == 1 else st for n, st in zip(x.shape, x.strides))
+    view = np.ndarray(dims, x.dtype, buffer=x, strides=strides)
+    view.flags.writeable = False
+    return view
+
+
+def _start_indices(ops: Sequence[np.ndarray]) -> list[int]:
+    """Start indices from scalar operands (or the older single index-vector operand)."""
+    starts: list[int] = []
+    for s in ops:
+        starts.extend(int(v) for v in np.asarray(s).reshape(-1).tolist())
+    return starts
+
+
+def _replica_groups(value) -> Optional[ReplicaGroups]:
+    if value is None or (isinstance(value, ReplicaGroups) and not value.groups):
+        return None
+    if isinstance(value, ReplicaGroups):
+        return value
+    return ReplicaGroups(tuple(tuple(g) for g in value)) if value else None
+
+
+def _async_tuple(shape: Shape, operands: Value, result: Value) -> Value:
+    """The value of an async start: (operands, result, context...) per its shape."""
+    if not shape.is_tuple or len(shape.tuple_shapes) < 2:
+        return result
+    return (operands, result) + tuple(zeros_of(s) for s in shape.tuple_shapes[2:])
+
+
+def _collective_start_value(shape: Shape, operands: Sequence, results: Sequence) -> Value:
+    """all-gather-start / collective-permute-start: (operand(s), result(s), context...)."""
+    if not shape.is_tuple:
+        return results[0]
+    ops_value = tuple(operands) if len(operands) > 1 else operands[0]
+    res_value = tuple(results) if len(results) > 1 else results[0]
+    return _async_tuple(shape, ops_value, res_value)
+
+
+def bitcast(x: np.ndarray, from_shape: Shape, to_shape: Shape) -> np.ndarray:
+    """Reinterpret x's physical buffer (its layout's order) with to_shape's dims, type and layout."""
+    src_order = tuple(reversed(from_shape.minor_to_major()))  # major to minor
+    physical = np.ascontiguousarray(x.transpose(src_order)) if x.ndim > 1 else np.ascontiguousarray(x)
+    to_type = to_shape.element_type
+    if physical.dtype != to_type.dtype:
+        from_type = from_shape.element_type
+        if from_type.bits < 8 or to_type.bits < 8:
+            if from_type.bits != to_type.bits:
+                raise ValueError(f"cannot bitcast {from_type.name} to {to_type.name}: sub-byte widths differ")
+            physical = elementwise.bitcast_convert(physical, from_type, to_type)
+        else:
+            if physical.nbytes != to_shape.element_count() * to_type.byte_size:
+                raise ValueError(f"bitcast from {from_shape} to {to_shape} changes the byte size")
+            physical = physical.reshape(-1).view(np.uint8 if to_type.is_pred else to_type.dtype)
+            if to_type.is_pred:
+                physical = physical != 0
+    elif physical.size != to_shape.element_count():
+        raise ValueError(f"bitcast from {from_shape} to {to_shape} changes the element count")
+    dst_order = tuple(reversed(to_shape.minor_to_major()))
+    physical = physical.reshape([to_shape.dims[d] for d in dst_order])
+    inverse = [0] * len(dst_order)
+    for position, d in enumerate(dst_order):
+        inverse[d] = position
+    return physical.transpose(inverse) if len(inverse) > 1 else physical
+
+
+def ragged_dot(lhs: np.ndarray, rhs: np.ndarray, group_sizes: np.ndarray, dims: DotDims,
+               ragged_dims: Sequence[int], group_dims: Sequence[int], result_type) -> np.ndarray:
+    """HLO ragged-dot: the lhs ragged dimension is cut into consecutive groups of
+    `group_sizes` rows; entries past the last group are zero."""
+    if len(ragged_dims) != 1:
+        raise ValueError(f"ragged-dot needs exactly one lhs_ragged_dims entry, got {list(ragged_dims)}")
+    sizes = np.asarray(group_sizes).astype(np.int64)
+    if sizes.ndim != 1:
+        raise ValueError("ragged-dot with per-row (vectorised) group_sizes is not supported by the interpreter")
+    ragged = ragged_dims[0]
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+
+    def in_group(j: int, array: np.ndarray, axis: int) -> np.ndarray:
+        """Mask (broadcastable to array) of the positions of group j along axis."""
+        positions = np.arange(array.shape[axis])
+        shape = [1] * array.ndim
+        shape[axis] = array.shape[axis]
+        return ((positions >= bounds[j]) & (positions < bounds[j + 1])).reshape(shape)
+
+    zero = np.zeros((), lhs.dtype)
+    if ragged in dims.lhs_contracting:  # one output slice per group, contracting its k-range
+        return np.stack([linear.dot_general(np.where(in_group(j, lhs, ragged), lhs, zero), rhs, dims,
+                                            result_type) for j in range(len(sizes))])
+    if ragged in dims.lhs_batch:  # an ordinary batched dot; batch entries past the groups are 0
+        out = linear.dot_general(lhs, rhs, dims, result_type)
+        axis = list(dims.lhs_batch).index(ragged)
+        covered = np.zeros(out.shape[axis], dtype=bool)
+        covered[:min(int(bounds[-1]), out.shape[axis])] = True
+        shape = [1] * out.ndim
+        shape[axis] = out.shape[axis]
+        return np.where(covered.reshape(shape), out, np.zeros((), out.dtype))
+    if len(group_dims) != 1:
+        raise ValueError("ragged-dot with a non-contracting ragged dim needs one rhs_group_dims entry")
+    g = group_dims[0]
+
+    def without_g(ds):
+        return tuple(d - (d > g) for d in ds)
+
+    inner = DotDims(dims.lhs_batch, dims.lhs_contracting, without_g(dims.rhs_batch),
+                    without_g(dims.rhs_contracting))
+    free = [d for d in range(lhs.ndim) if d not in dims.lhs_batch and d not in dims.lhs_contracting]
+    out_axis = len(dims.lhs_batch) + free.index(ragged)
+    total = None
+    for j in range(len(sizes)):
+        part = linear.dot_general(lhs, np.take(rhs, j, axis=g), inner, result_type)
+        if total is None:
+            total = np.zeros_like(part)
+        total = np.where(in_group(j, part, out_axis), part, total)
+    if total is None:
+        raise ValueError("ragged-dot needs at least one group")
+    return total
+
+
+def scaled_dot(lhs, rhs, lhs_scale, rhs_scale, dims: DotDims, result_type) -> np.ndarray:
+    """HLO scaled-dot: dequantise each operand by its block scales, then dot."""
+    f32 = primitive_type("f32")
+
+    def dequantise(data: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        values = elementwise.convert(data, type_of_dtype(data.dtype), f32)
+        factors = elementwise.convert(scale, type_of_dtype(scale.dtype), f32)
+        if factors.ndim != values.ndim:
+            raise ValueError(f"scale rank {factors.ndim} differs from operand rank {values.ndim}")
+        for axis, (n, s) in enumerate(zip(values.shape, factors.shape)):
+            if s != n:
+                if s == 0 or n % s:
+                    raise ValueError(f"scale dimension {axis} of size {s} does not divide {n}")
+                factors = np.repeat(factors, n // s, axis=axis)
+        return elementwise.convert(values * factors, f32, result_type)
+
+    return linear.dot_general(dequantise(lhs, lhs_scale), dequantise(rhs, rhs_scale), dims, result_type)
+
+
+# --------------------------------------------------------------------------- arguments
+
+def check_arguments(comp: Computation, arguments: Sequence[Value], context: str = "") -> None:
+    """HloError unless there is one argument per parameter with its exact type and dims.
+
+    context prefixes the message (e.g. "device 1: ")."""
+    params = comp.parameters
+    if len(arguments) != len(params):
+        loc = params[len(arguments)].loc if len(arguments) < len(params) else (comp.signature_loc or comp.loc)
+        missing = (f"; parameter {len(arguments)} (%{params[len(arguments)].name}) has no value"
+                   if len(arguments) < len(params) else "")
+        raise error(f"{context}computation %{comp.name} takes {len(params)} argument(s), "
+                    f"{len(arguments)} given{missing}", loc)
+    for param, value in zip(params, arguments):
+        if not value_matches(value, param.shape):
+            raise error(f"{context}argument for parameter {param.attrs['parameter_number']} (%{param.name}) "
+                        f"does not match: expected {param.shape.without_layout()}, given "
+                        f"{describe_value(value)}", param.loc)
+
+
+# --------------------------------------------------------------------------- several devices
+
+def run_devices(module: Module, per_device_args: Sequence[Sequence[Value]], *, replicas: int = 1,
+                partitions: int = 1, seed: int = 0, infeed: Iterable = (),
+                per_device_infeed: Optional[Sequence[Iterable]] = None,
+                profile: bool = False, plans: Optional[_Plans] = None) -> list[Evaluator]:
+    """Run the entry computation on replicas x partitions devices, one thread each.
+
+    Device d is replica d // partitions, partition d % partitions. Returns the
+    device evaluators; `ev.result` holds each device's value and `ev.outfeed` its
+    outfeed. The first failing device's error (lowest device number) is raised.
+    plans: compiled computations to reuse (from `new_plans()`) when running a module repeatedly.
+    """
+    from .collectives import CollectiveContext
+    count = replicas * partitions
+    if len(per_device_args) != count:
+        raise ValueError(f"{len(per_device_args)} argument lists for {count} devices")
+    for d, args in enumerate(per_device_args):
+        check_arguments(module.entry, args, f"device {d}: " if count > 1 else "")
+    ctx = CollectiveContext(replicas, partitions)
+    plans = plans if plans is not None else _Plans()
+    infeed = list(infeed)
+    evaluators = [Evaluator(module, seed=seed, device=ctx.device(d // partitions, d % partitions),
+                            infeed=per_device_infeed[d] if per_device_infeed is not None else infeed,
+                            profile=profile, plans=plans) for d in range(count)]
+    if count == 1:
+        evaluators[0].result = evaluators[0].run(per_device_args[0])
+        return evaluators
+    errors: dict[int, BaseException] = {}
+    done = threading.Event()
+
+    def work(d: int) -> None:
+        try:
+            evaluators[d].result = evaluators[d].run(per_device_args[d])
+        except BaseException as exc:  # reported to the caller below
+            errors[d] = exc
+            ctx.abort(f"device {d} failed: {exc}")
+            done.set()
+
+    threads = [threading.Thread(target=work, args=(d,), daemon=True, name=f"hlo-device-{d}")
+               for d in range(count)]
+    for t in threads:
+        t.start()
+    _wait_for(threads, done)
+    if errors:
+        raise errors[min(errors)]
+    return evaluators
+
+
+def _wait_for(threads: list[threading.Thread], failed: threading.Event, grace: float = 2.0) -> None:
+    """Join every thread; once one device failed, give the others `grace` seconds
+    (they may be waiting in a collective for the failed one) and leave them."""
+    for t in threads:
+        while t.is_alive():
+            t.join(0.05)
+            if failed.is_set():
+                deadline = time.monotonic() + grace
+                for other in threads:
+                    other.join(max(0.0, deadline - time.monotonic()))
+                return

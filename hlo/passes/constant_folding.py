@@ -1,0 +1,226 @@
+"""constant-folding: evaluate instructions whose operands are all constants.
+
+As XLA's HloConstantFolding (default level): an instruction is folded when at
+least one operand is a constant and every operand is a constant, a broadcast of
+a constant or an iota (looking through tuples). The interpreter computes the
+value and a constant replaces the instruction. Not folded:
+
+* parameters, constants, tuples (tuple constants help no backend), and
+  instructions with a tuple result;
+* broadcasts and iotas (they would materialise large constants; a broadcast of a
+  constant is "simpler" kept as such), fft and while (slow to evaluate);
+* rng, after-all and side-effecting instructions, or ones calling computations
+  that contain such instructions; instructions with control dependencies;
+* results or operands larger than MAX_FOLD_ELEMENTS elements (XLA allows 45M;
+  a Python interpreter wants a smaller bound);
+* elided constants (`{...}`) and anything the interpreter fails on: left alone.
+
+Fusion computations are not folded into (as XLA). The module also provides
+`evaluate_cone`, which runs a piece of a computation through the interpreter.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..ir import Computation, Instruction, Module
+from ..literal import Literal
+from ..shapes import Shape
+from .dce import has_side_effect
+from .pass_manager import Pass, register
+from .rewrite import Rewriter
+
+MAX_FOLD_ELEMENTS = 1_000_000
+
+# Opcodes never folded even when their operands are constant.
+_NOT_FOLDED = {"parameter", "constant", "tuple", "broadcast", "iota", "fft", "while", "after-all",
+               "rng", "rng-bit-generator", "rng-get-and-update-state", "opt-barrier", "domain",
+               "partition-id", "replica-id"}
+# Opcodes that make a called computation unfoldable wherever they appear.
+_ILLEGAL_INSIDE = {"while", "fft", "after-all", "rng", "rng-bit-generator", "rng-get-and-update-state",
+                   "replica-id", "partition-id"}
+
+
+class EvaluationError(Exception):
+    """The interpreter could not produce a value (unsupported op, elided constant ...)."""
+
+
+@register
+class ConstantFolding(Pass):
+    name = "constant-folding"
+    description = "Evaluate instructions whose operands are all constants and replace them by constants."
+
+    def run(self, module: Module) -> bool:
+        rewriter = Rewriter(module)
+        fused = fusion_computations(module)
+        changed = False
+        for comp in list(module.computations):
+            if id(comp) not in fused:
+                changed |= fold_computation(comp, rewriter)
+        return changed
+
+
+def fusion_computations(module: Module) -> set[int]:
+    """ids of computations called by fusion instructions (and everything they call)."""
+    out: set[int] = set()
+    stack = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
+    while stack:
+        comp = stack.pop()
+        if id(comp) in out:
+            continue
+        out.add(id(comp))
+        for inst in comp.instructions:
+            stack.extend(inst.called_computations())
+    return out
+
+
+def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
+    changed = False
+    foldable_callees: dict[int, bool] = {}
+    for inst in comp.post_order():
+        if inst.parent is not comp or (not inst.users and inst is not comp.root):
+            continue  # removed meanwhile, or dead
+        if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
+            continue
+        try:
+            value = evaluate_cone([inst])[0]
+        except EvaluationError:
+            continue
+        constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
+        _replace_and_remove_dead(inst, constant)
+        changed = True
+    return changed
+
+
+def _operands_allow_folding(inst: Instruction) -> bool:
+    return _any_operand_constant(inst) and _all_operands_constant_like(inst)
+
+
+def _any_operand_constant(inst: Instruction) -> bool:
+    return any(op.opcode == "constant" or (op.opcode == "tuple" and _any_operand_constant(op))
+               for op in inst.operands)
+
+
+def _all_operands_constant_like(inst: Instruction) -> bool:
+    for op in inst.operands:
+        if op.opcode == "tuple":
+            if not _all_operands_constant_like(op):
+                return False
+        elif not (op.opcode in ("constant", "iota")
+                  or (op.opcode == "broadcast" and op.operands[0].opcode == "constant")):
+            return False
+    return True
+
+
+def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
+    if inst.opcode in _NOT_FOLDED or inst.shape is None or not inst.shape.is_array:
+        return False
+    if has_side_effect(inst) or inst.control_predecessors or _is_control_predecessor(inst):
+        return False
+    if inst.opcode == "pad" and inst.operands[0].opcode == "broadcast":
+        return False  # slow to evaluate for little gain (XLA skips it too)
+    if _too_large(inst):
+        return False
+    return all(_callee_foldable(c, foldable_callees) for c in inst.called_computations())
+
+
+def _is_control_predecessor(inst: Instruction) -> bool:
+    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
+
+
+def _too_large(inst: Instruction) -> bool:
+    operand_elements = sum(op.shape.element_count() for op in inst.operands if op.shape.is_array)
+    return max(inst.shape.element_count(), operand_elements) > MAX_FOLD_ELEMENTS
+
+
+def _callee_foldable(comp: Computation, cache: dict[int, bool]) -> bool:
+    if id(comp) not in cache:
+        cache[id(comp)] = True  # provisional, for recursive references
+        cache[id(comp)] = all(
+            i.opcode not in _ILLEGAL_INSIDE and not has_side_effect(i)
+            and all(_callee_foldable(c, cache) for c in i.called_computations())
+            for i in comp.instructions)
+    return cache[id(comp)]
+
+
+def _replace_and_remove_dead(old: Instruction, new: Instruction) -> None:
+    """Replace `old` by `new`, then remove `old` and the operands only it kept alive."""
+    comp = old.parent
+    old.replace_all_uses_with(new)
+    work = [old]
+    while work:
+        inst = work.pop()
+        if inst.parent is not comp or inst.users or inst is comp.root or inst.opcode == "parameter":
+            continue
+        if has_side_effect(inst) or _is_control_predecessor(inst):
+            continue
+        operands = list(inst.operands)
+        comp.remove(inst)
+        work.extend(operands)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+def evaluate_cone(targets: Sequence[Instruction],
+                  bindings: Optional[dict[int, np.ndarray]] = None) -> list:
+    """Values of `targets` (instructions of one computation) computed by the interpreter.
+
+    Every instruction the targets depend on is evaluated too, except those bound
+    in `bindings` (id(instruction) -> numpy value in storage dtype), which become
+    inputs. The cone must reach no parameter that is not bound. Tuple-shaped
+    targets give tuples of values. Raises EvaluationError when the interpreter
+    cannot evaluate it.
+    """
+    from ..interpreter import Evaluator
+    cone, inputs = _cone_computation(targets, bindings or {})
+    shell = Module("constant_folding")
+    shell.computations, shell.entry = [cone], cone
+    try:
+        with np.errstate(all="ignore"):
+            result = Evaluator(shell).call(cone, inputs)
+    except Exception as err:  # any interpreter failure means "not evaluable"
+        raise EvaluationError(str(err)) from err
+    return [result] if len(targets) == 1 else list(result)
+
+
+def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.ndarray]):
+    """A computation (not in any module) computing tuple(targets) from the bound values."""
+    cone = Computation("cone")
+    mapping: dict[int, Instruction] = {}
+    inputs: list[np.ndarray] = []
+
+    def visit(inst: Instruction) -> Instruction:
+        if id(inst) in mapping:
+            return mapping[id(inst)]
+        if id(inst) in bindings:
+            new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
+                              attrs={"parameter_number": len(inputs)})
+            inputs.append(bindings[id(inst)])
+        elif inst.opcode == "parameter":
+            raise EvaluationError(f"{inst.name} is an unbound parameter")
+        elif inst.opcode == "constant" and inst.attrs["literal"].elided:
+            raise EvaluationError(f"the value of {inst.name} was elided")
+        else:
+            new = inst.clone([visit(op) for op in inst.operands], f"v.{len(mapping)}")
+            new.control_predecessors = []
+        mapping[id(inst)] = new
+        cone.add(new)
+        return new
+
+    leaves = [visit(t) for t in targets]
+    if len(leaves) == 1:
+        cone.root = leaves[0]
+    else:
+        cone.root = cone.add(Instruction("results", "tuple", Shape.tuple_of(t.shape for t in targets), leaves))
+    return cone, inputs
+
+
+def literal_value(inst: Instruction) -> Optional[np.ndarray]:
+    """The array of a non-elided array constant, else None."""
+    if inst.opcode != "constant":
+        return None
+    lit: Literal = inst.attrs["literal"]
+    if lit.elided or lit.is_tuple:
+        return None
+    return lit.array

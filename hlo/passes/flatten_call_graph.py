@@ -1,0 +1,130 @@
+"""flatten-call-graph: give every control-flow callee exactly one call site.
+
+As XLA's FlattenCallGraph: a computation reached from several control-flow call
+sites (the `to_apply` of a call, the condition/body of a while, a branch of a
+conditional) is cloned, once per extra site, together with the control-flow
+callees it reaches in turn. Computations applied element by element or to
+reductions (`to_apply` of reduce/map/sort/scatter, fusion bodies, ...) are
+"embedded" and may stay shared; asynchronous wrapped computations are left alone
+because async-start/-update/-done must share theirs.
+
+When a computation is called both from control flow and from an embedded
+context, every control-flow site gets its own clone.
+
+This module also provides `clone_computation`, which other passes use to copy a
+computation before changing it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..ir import Computation, Instruction, Module, NameUniquer
+from .pass_manager import Pass, register
+
+# The attributes through which an opcode calls its control-flow callees.
+CONTROL_FLOW_ATTRS = {
+    "call": ("to_apply",),
+    "while": ("condition", "body"),
+    "conditional": ("true_computation", "false_computation", "branch_computations"),
+}
+
+_CLONE_SUFFIX = re.compile(r"\.clone(\.\d+)?$")
+
+
+def clone_name(name: str, names: NameUniquer) -> str:
+    """`x` -> `x.clone`, `x.clone` -> `x.clone.1`: XLA's naming of clones."""
+    return names.unique(_CLONE_SUFFIX.sub("", name) + ".clone")
+
+
+def clone_computation(comp: Computation, names: NameUniquer,
+                      module: Optional[Module] = None) -> tuple[Computation, dict[int, Instruction]]:
+    """A copy of `comp` (same callees) with fresh names, inserted into `module` just before `comp`.
+
+    Returns the copy and the map from id(original instruction) to its copy.
+    """
+    copy = Computation(clone_name(comp.name, names), comp.loc)
+    copy.execution_thread = comp.execution_thread
+    copy.declared_result_shape = None
+    mapping: dict[int, Instruction] = {}
+    for inst in comp.post_order():
+        new = inst.clone([mapping[id(op)] for op in inst.operands], clone_name(inst.name, names))
+        mapping[id(inst)] = new
+        copy.add(new)
+    for inst in comp.instructions:
+        mapping[id(inst)].control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
+    # keep text order (post_order is stable w.r.t. it, but callers expect the original order)
+    copy.instructions = [mapping[id(i)] for i in comp.instructions]
+    copy.root = mapping[id(comp.root)] if comp.root is not None else None
+    if module is not None:
+        module.add_computation(copy, before=comp if comp in module.computations else None)
+    return copy, mapping
+
+
+def control_flow_sites(module: Module) -> dict[int, list[tuple[Instruction, str, Optional[int]]]]:
+    """id(callee) -> its control-flow call sites (instruction, attribute, index in a list attribute)."""
+    sites: dict[int, list] = {}
+    for comp in module.computations:
+        for inst in comp.instructions:
+            for attr in CONTROL_FLOW_ATTRS.get(inst.opcode, ()):
+                value = inst.attrs.get(attr)
+                if value is None:
+                    continue
+                if isinstance(value, (list, tuple)):
+                    for i, callee in enumerate(value):
+                        sites.setdefault(id(callee), []).append((inst, attr, i))
+                else:
+                    sites.setdefault(id(value), []).append((inst, attr, None))
+    return sites
+
+
+def embedded_callees(module: Module) -> set[int]:
+    """ids of computations called from some non-control-flow context."""
+    out: set[int] = set()
+    for inst in module.instructions():
+        control = CONTROL_FLOW_ATTRS.get(inst.opcode, ())
+        for name, value in inst.attrs.items():
+            if name in control or value is None:
+                continue
+            for callee in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(callee, Computation):
+                    out.add(id(callee))
+    return out
+
+
+def set_callee(inst: Instruction, attr: str, index: Optional[int], callee: Computation) -> None:
+    if index is None:
+        inst.attrs[attr] = callee
+    else:
+        value = list(inst.attrs[attr])
+        value[index] = callee
+        inst.attrs[attr] = type(inst.attrs[attr])(value) if isinstance(inst.attrs[attr], tuple) else value
+
+
+@register
+class FlattenCallGraph(Pass):
+    name = "flatten-call-graph"
+    description = "Clone computations called from several control-flow sites so each has exactly one caller."
+
+    def run(self, module: Module) -> bool:
+        names = NameUniquer.for_module(module)
+        changed = False
+        # Callers before callees: clones made for a caller add call sites its callees see later.
+        for comp in reversed(module.callees_first()):
+            if comp is module.entry:
+                continue
+            changed |= flatten_node(module, comp, names)
+        return changed
+
+
+def flatten_node(module: Module, comp: Computation, names: NameUniquer) -> bool:
+    sites = control_flow_sites(module).get(id(comp), [])
+    keep_first = id(comp) not in embedded_callees(module)
+    changed = False
+    for n, (inst, attr, index) in enumerate(sites):
+        if n == 0 and keep_first:
+            continue
+        copy, _ = clone_computation(comp, names, module)
+        set_callee(inst, attr, index, copy)
+        changed = True
+    return changed

@@ -1,0 +1,56 @@
+"""zero-sized-hlo-elimination: replace values with no elements by constants.
+
+As XLA's ZeroSizedHloElimination: an instruction whose result is a static array
+with a zero-sized dimension holds no data, so an (empty) constant of the same
+shape can stand for it. Side-effecting instructions and constants are left as
+they are; a parameter stays (it is part of the signature) but its users read
+the constant instead. Fusion computations are left alone, as in XLA.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Computation, Instruction, Module
+from .constant_folding import fusion_computations
+from .dce import has_side_effect
+from .pass_manager import Pass, register
+from .rewrite import Rewriter, replace
+
+
+@register
+class ZeroSizedHloElimination(Pass):
+    name = "zero-sized-hlo-elimination"
+    description = "Replace instructions producing zero-element arrays by empty constants."
+
+    def run(self, module: Module) -> bool:
+        rewriter = Rewriter(module)
+        fused = fusion_computations(module)
+        changed = False
+        for comp in list(module.computations):
+            if id(comp) not in fused:
+                changed |= eliminate_zero_sized(comp, rewriter)
+        return changed
+
+
+def is_zero_element_array(inst: Instruction) -> bool:
+    shape = inst.shape
+    return (shape is not None and shape.is_array and not shape.is_dynamic
+            and shape.element_count() == 0)
+
+
+def eliminate_zero_sized(comp: Computation, rewriter: Rewriter) -> bool:
+    changed = False
+    for inst in comp.post_order():
+        if inst.parent is not comp or not is_zero_element_array(inst):
+            continue
+        if inst.opcode == "constant" or has_side_effect(inst) or inst.control_predecessors:
+            continue
+        if any(inst in other.control_predecessors for other in comp.instructions):
+            continue
+        if inst.opcode == "parameter" and not inst.users and inst is not comp.root:
+            continue  # nothing reads it: nothing to replace
+        empty = np.zeros(inst.shape.dims, dtype=inst.shape.element_type.dtype)
+        constant = rewriter.constant(comp, empty, inst.shape, before=inst, like=inst)
+        replace(inst, constant)
+        changed = True
+    return changed
