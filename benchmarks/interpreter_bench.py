@@ -2,10 +2,11 @@
 
 For the corpus's MLP (mlp_forward), CNN (cnn_forward) and attention
 (causal_attention) modules, kept in tests/data/corpus/, this measures in one run
-the median time of N evaluations by the interpreter (module parsed once, not
-timed) and of N evaluations of a hand-written numpy version of the same
-program, and prints their ratio. Both results are checked against the
-corpus's expected output first.
+the median time of N evaluations by the interpreter (module parsed once and one
+Evaluator reused, so plans and constant-derived values are built once, as a
+compiled program would) and of N evaluations of a hand-written numpy version of
+the same program, timed alternately, and prints their ratio. Both results are
+checked against the corpus's expected output first.
 
     python benchmarks/interpreter_bench.py [-n RUNS] [--profile]
 
@@ -77,14 +78,17 @@ CASES = {"mlp_forward": mlp_forward, "cnn_forward": cnn_forward, "causal_attenti
 
 # --------------------------------------------------------------------------- measuring
 
-def median_time(fn, runs: int) -> float:
-    fn()  # warm up (plans, BLAS threads, caches)
-    times = []
+def median_times(first, second, runs: int) -> tuple[float, float]:
+    """Median times of two functions, timed alternately so that load on the machine
+    affects both alike."""
+    first(), second()  # warm up (plans, static values, BLAS threads, caches)
+    times_first, times_second = [], []
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, times in ((first, times_first), (second, times_second)):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return statistics.median(times_first), statistics.median(times_second)
 
 
 def load_case(name: str):
@@ -102,8 +106,7 @@ def bench_case(name: str, runs: int, profile: bool) -> tuple[float, float]:
     evaluator = Evaluator(module)
     np.testing.assert_allclose(evaluator.run(args), expected, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(reference(*args), expected, rtol=1e-4, atol=1e-5)
-    interp = median_time(lambda: evaluator.run(args), runs)
-    direct = median_time(lambda: reference(*args), runs)
+    interp, direct = median_times(lambda: evaluator.run(args), lambda: reference(*args), runs)
     if profile:
         print_profile(name, module, args)
     return interp, direct

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceLoc
+from .diagnostics import Diagnostic, DiagnosticSink, SourceLoc
 from .opcodes import OPCODES
-from .shape_inference import ShapeError, compatible, fmt, infer_shape
+from .shape_inference import ShapeError, compatible, display_opcode, fmt, infer_shape
 
 
 def check_module(module) -> None:
@@ -75,8 +75,8 @@ def _check_instruction(inst, sink: DiagnosticSink, report_secondary: bool = Fals
         sink.add(_error(str(exc), inst.loc))
         return
     if not compatible(inferred, inst.shape):
-        sink.add(_error(f"shape mismatch: '{inst.opcode}' produces {fmt(inferred)} but the instruction is written "
-                        f"as {fmt(inst.shape)}", inst.loc))
+        sink.add(_error(f"shape mismatch: '{display_opcode(inst)}' produces {fmt(inferred)} but the instruction "
+                        f"is written as {fmt(inst.shape)}", inst.loc))
 
 
 def _located(inst, exc: ShapeError) -> Diagnostic:
@@ -197,7 +197,8 @@ def _check_entry_layout(module, sink: DiagnosticSink) -> None:
         return
     loc = _header_loc(module, "entry_computation_layout")
     if len(layout.parameters) != len(params):
-        sink.add(_error(f"entry_computation_layout gives {len(layout.parameters)} parameter shapes but ENTRY "
+        count = len(layout.parameters)
+        sink.add(_error(f"entry_computation_layout gives {count} parameter shape{'s' if count != 1 else ''} but ENTRY "
                         f"%{entry.name} has {len(params)} parameters", loc, (f"%{entry.name} is defined here",
                                                                             entry.loc)))
     else:

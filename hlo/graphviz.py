@@ -83,6 +83,8 @@ class _DotWriter:
         self.lines.append(f"{indent}subgraph {name} {{")
         self.lines.append(f"{indent}  label={quote(label)};")
         self.lines.append(f'{indent}  style="rounded,filled"; fillcolor="#f4f9f4"; color="#5a8a5a";')
+        if fusion.parent is not None and fusion is fusion.parent.root:
+            self.lines.append(f"{indent}  penwidth=2;")
         inner = self.draw(body, indent + "  ")
         self.lines.append(f"{indent}}}")
         self._pending.append((fusion, body, inner))

@@ -19,6 +19,10 @@ would parse, so the syntax is unchanged):
 * SHAPE_TEXT `f32[8,128]{1,0}`: integer dims and a plain layout glued to `]`
   (falls back to PRIM `[` ... when the layout has attributes or is not glued);
 * OPERAND_NAMES `(%a, %b, /*index=5*/%c)`: right after an opcode;
+* LITERAL_TEXT `({ {1, 2.5}, {3, -0} })`: a constant's all-numeric literal right
+  after `constant`; its token value is the nested list of numbers the general
+  rules would give (it falls back to the general rules unless every piece is an
+  INT or DECIMAL and the braces balance);
 * INT_LIST `{0,1}`: right after an attribute name.
 
 Whitespace, `/* */` and `//` comments after a token are consumed by the same
@@ -34,18 +38,23 @@ from lark.lexer import Lexer
 
 from .diagnostics import HloError, SourceFile, error
 from .shapes import PRIMITIVE_TYPES
+from .values import NEG_ZERO
 
 # Terminals in the order they are tried at each position.
 TERMINAL_ORDER = ("NAME", "ATTR_NAME", "COLON_NAME", "SHAPE_TEXT", "STRING", "DIM_LABELS", "DECIMAL", "NAN",
                   "NEG_INF", "DXD", "PAD", "INT", "IDENT", "ARROW", "LE", "ELLIPSIS")
 # Terminals recognised only in a context (see tokenize).
-CONTEXT_TERMINALS = ("OPERAND_NAMES", "INT_LIST")
+CONTEXT_TERMINALS = ("OPERAND_NAMES", "INT_LIST", "LITERAL_TEXT")
 PUNCTUATION = {"=": "EQUAL", ":": "COLON", ",": "COMMA", "?": "QMARK", "*": "STAR", "#": "HASH", "+": "PLUS",
                "~": "TILDE", "(": "LPAR", ")": "RPAR", "{": "LBRACE", "}": "RBRACE", "[": "LSQB", "]": "RSQB"}
 KEYWORDS = {"HloModule": "HLOMODULE", "ENTRY": "ENTRY", "ROOT": "ROOT", "true": "TRUE", "false": "FALSE",
             "inf": "INF", "FileNames": "STACK_TABLE_NAME", "FunctionNames": "STACK_TABLE_NAME",
             "FileLocations": "STACK_TABLE_NAME", "StackFrames": "STACK_TABLE_NAME"}
 KEYWORDS.update({name: "PRIM" for name in PRIMITIVE_TYPES})
+
+# Brackets may nest this deep (deeper texts would exhaust Python's recursion in later stages).
+MAX_NESTING = 100
+_OPENERS = {"LBRACE": 1, "LPAR": 1, "LSQB": 1, "LAYOUT_LBRACE": 1, "RBRACE": -1, "RPAR": -1, "RSQB": -1}
 
 # Attributes whose brace values are captured verbatim.
 LAZY_ATTRIBUTES = frozenset({"metadata", "frontend_attributes", "backend_config"})
@@ -114,6 +123,7 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
     """The tokens of text (raises HloError at the first character no terminal matches)."""
     match = HloLexer.token_regex.match
     operand_names = HloLexer.context_regexes["OPERAND_NAMES"].match
+    literal_text = HloLexer.context_regexes["LITERAL_TEXT"].match
     int_list = HloLexer.context_regexes["INT_LIST"].match
     keywords = KEYWORDS
     punct = PUNCTUATION
@@ -125,6 +135,8 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
     prev_type = None
     prev_end = -1
     prev_value = ""
+    depth = 0
+    openers = _OPENERS
     while pos < end:
         m = match(text, pos)
         if m is None:
@@ -144,6 +156,17 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
                     if fast:
                         kind, value, tok_end = "OPERAND_NAMES", fast.group(), fast.end()
                         pos = _skip(text, tok_end)
+                    elif prev_value == "constant":
+                        fast = literal_text(text, start)
+                        structure = literal_structure(fast.group()) if fast else None
+                        if structure is not None:
+                            tok_end = fast.end()
+                            prev_type, prev_end, prev_value = "LITERAL_TEXT", tok_end, ""
+                            tok = new("LITERAL_TEXT", fast.group(), start)
+                            tok.value = structure
+                            pos = _skip(text, tok_end)
+                            yield tok
+                            continue
             elif kind == "LBRACE":
                 if prev_type == "RSQB" and _opens_layout(text, start + 1):
                     kind = "LAYOUT_LBRACE"
@@ -172,9 +195,54 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
         elif kind == "ATTR_NAME" or kind == "COLON_NAME":
             value = value[:-1]
         prev_type, prev_end, prev_value = kind, tok_end, value
+        if kind in openers:
+            depth += openers[kind]
+            if depth > MAX_NESTING:
+                raise _lex_error(source, start, f"brackets nested more than {MAX_NESTING} levels deep")
         yield new(kind, value, start)
     if text.startswith("/*", pos):
         raise _lex_error(source, pos, "unterminated /* comment")
+
+
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_PIECE = re.compile(r"[{}]|[^\s,{}()]+")
+_NUMBER = re.compile(r"-?[0-9]+|-?([0-9]+\.[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|-?[0-9]+[eE][+-]?[0-9]+")
+
+
+def int_value(text: str) -> int:
+    """An INT token's value; `-0` is V.NEG_ZERO so that float literals keep the sign."""
+    value = int(text)
+    if value == 0 and text[0] == "-":
+        return NEG_ZERO
+    return value
+
+
+def literal_structure(text: str):
+    """The nested lists of numbers of a LITERAL_TEXT `( {...} )`, or None if it is not one."""
+    body = _COMMENT.sub(" ", text[1:-1])
+    stack: list = [[]]
+    fullmatch = _NUMBER.fullmatch
+    for piece in _PIECE.findall(body):
+        if piece == "{":
+            if len(stack) > MAX_NESTING:
+                return None
+            inner: list = []
+            stack[-1].append(inner)
+            stack.append(inner)
+        elif piece == "}":
+            if len(stack) == 1:
+                return None
+            stack.pop()
+        elif fullmatch(piece):
+            if "." in piece or "e" in piece or "E" in piece:
+                stack[-1].append(float(piece))
+            else:
+                stack[-1].append(int_value(piece))
+        else:
+            return None
+    if len(stack) != 1 or len(stack[0]) != 1 or type(stack[0][0]) is not list:
+        return None
+    return stack[0][0]
 
 
 def _skip(text: str, pos: int) -> int:
@@ -194,25 +262,28 @@ def _opens_layout(text: str, pos: int) -> bool:
     return pos < len(text) and (text[pos].isdigit() or text[pos] == ":")
 
 
+_BRACE_OR_STRING = re.compile(r'[{}]|"(?:\\.|[^"\\])*"')
+
+
 def _matching_brace(text: str, start: int, source) -> int:
     """Offset just past the `}` matching the `{` at start; braces in strings are ignored."""
     depth = 0
-    i = start
-    n = len(text)
-    while i < n:
-        ch = text[i]
+    search = _BRACE_OR_STRING.search
+    pos = start
+    while True:
+        m = search(text, pos)
+        if m is None:
+            raise _lex_error(source, start, "unterminated '{': no matching '}'")
+        ch = m.group()
+        pos = m.end()
         if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return i + 1
-        elif ch == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        i += 1
-    raise _lex_error(source, start, "unterminated '{': no matching '}'")
+                return pos
+        elif len(ch) == 1:  # an unterminated string
+            raise _lex_error(source, m.start(), "unterminated string")
 
 
 def matching_brace_end(text: str, start: int = 0) -> int:

@@ -107,17 +107,26 @@ def _as_list(value):
     return None
 
 
+_NESTED = (list, V.Braced, V.EllipsisValue)
+
+
 def _collect(items, dims, depth, flat):
+    if depth and len(items) == 1 and isinstance(items[0], V.EllipsisValue):
+        raise LiteralError("'...' (elided data) must be the whole literal: {...}")
     if len(items) != dims[depth]:
-        raise LiteralError(f"literal dimension {depth} has {len(items)} elements, expected {dims[depth]}")
-    last = depth == len(dims) - 1
+        raise LiteralError(f"literal dimension {depth} has {len(items)} elements, expected {dims[depth]}",
+                           len(flat) if depth and items else None)
+    if depth == len(dims) - 1:
+        for item in items:
+            if isinstance(item, _NESTED):
+                if isinstance(item, V.EllipsisValue):
+                    raise LiteralError("'...' (elided data) must be the whole literal: {...}")
+                raise LiteralError(f"literal is nested deeper than the shape's rank {len(dims)}")
+        flat.extend(items)
+        return
     for item in items:
         if isinstance(item, V.EllipsisValue):
             raise LiteralError("'...' (elided data) must be the whole literal: {...}")
-        if last:
-            if isinstance(item, (list, V.Braced)):
-                raise LiteralError(f"literal is nested deeper than the shape's rank {len(dims)}")
-            flat.append(item)
         else:
             sub = _as_list(item)
             if sub is None:
@@ -194,14 +203,23 @@ def _show(x) -> str:
         return repr(x)
 
 
+_PLAIN_NUMBERS = {int, float}
+
+
 def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
     """Array of float type et; NaNs get their exact bits (sign, payload) written afterwards."""
+    if set(map(type, flat)) <= _PLAIN_NUMBERS:  # no NaN, inf, -0 or non-numbers: convert at once
+        values = flat
+        with np.errstate(over="ignore"):
+            arr = np.array(values, dtype=np.float64).astype(et.dtype)
+        _check_range(values, arr, et)
+        return arr
     values = []
     nans = []
     for i, x in enumerate(flat):
         if isinstance(x, V.NanValue):
             nans.append((i, _nan_bits(x.text, et, i)))
-            values.append(0.0)
+            values.append(1.0)  # placeholder every float type can hold; the bits are written below
         elif isinstance(x, bool) or not isinstance(x, (int, float)):
             raise LiteralError(f"expected a number for {et.name}, got {_show(x)}", i)
         else:
@@ -294,13 +312,21 @@ def format_float(v, type_name: str = "f32") -> str:
         if _round_trips(short, f, type_name):
             return short
         return "%.*g" % (9 if type_name == "f32" else 17, f)
-    return "%.*g" % (max_digits10(type_name), f)
+    digits = max_digits10(type_name)
+    text = "%.*g" % (digits, f)
+    # Types whose conversion from double does not round to nearest in the last digit
+    # (f8e8m0fnu's powers of two) may need more digits to read back the same value.
+    while digits < 17 and not _round_trips(text, f, type_name):
+        digits += 1
+        text = "%.*g" % (digits, f)
+    return text
 
 
 def _round_trips(text: str, f: float, type_name: str) -> bool:
-    if type_name == "f32":
-        return np.float32(float(text)) == np.float32(f)
-    return float(text) == f
+    if type_name == "f64":
+        return float(text) == f
+    dtype = PRIMITIVE_TYPES[type_name].dtype
+    return np.asarray(float(text)).astype(dtype) == np.asarray(f).astype(dtype)
 
 
 def _format_nan(v, type_name: str) -> str:

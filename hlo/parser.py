@@ -38,7 +38,7 @@ from .attributes import (FrontendAttributes, Metadata, check_generic_attribute, 
                          to_shape_index, METADATA_FIELD_RE)
 from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
 from .ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
-from .lexer import HloLexer, LexInput, Tok, build_context_regexes, build_token_regex, make_token, tokenize
+from .lexer import HloLexer, Tok, build_context_regexes, build_token_regex, int_value, make_token, tokenize
 from .literal import LiteralError, literal_from_value
 from .opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
 from .shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
@@ -85,9 +85,20 @@ class _Tables:
         self.end_states = dict(table.end_states)
         self.states = {}
         for state, row in table.states.items():
+            # Plain str keys: lark's Token keys would make every lookup call Token.__eq__.
             self.states[state] = {
-                sym: (True, arg) if action is Shift else (False, (len(arg.expansion), callbacks[arg], arg.origin.name))
+                str(sym): (True, arg) if action is Shift
+                else (False, (len(arg.expansion), _callback(arg, callbacks), str(arg.origin.name)))
                 for sym, (action, arg) in row.items()}
+
+
+def _callback(rule, callbacks):
+    """The rule's callback: a direct one from _FAST_CALLBACKS for the hottest rules, else Lark's."""
+    name = str(rule.alias or rule.origin.name)
+    fast = _FAST_CALLBACKS.get(name)
+    if fast is not None and _FAST_EXPANSIONS[name](tuple(str(s.name) for s in rule.expansion)):
+        return fast
+    return callbacks[rule]
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,6 +204,16 @@ class _OperandList(list):
     __slots__ = ()
 
 
+class _AttrList(list):
+    """(name, value, offset) attribute records."""
+    __slots__ = ()
+
+
+class _InstrList(list):
+    """The instruction records of one computation."""
+    __slots__ = ()
+
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "a": "\a", "b": "\b",
             "f": "\f", "v": "\v", "?": "?"}
 _ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", re.S)
@@ -221,12 +242,7 @@ _NAME_IN_LIST = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
 _MAX_DIM = (1 << 63) - 1
 
 
-def _to_int(text: str) -> int:
-    """An INT token's value; `-0` becomes V.NEG_ZERO so that float literals keep the sign."""
-    value = int(text)
-    if value == 0 and text[0] == "-":
-        return V.NEG_ZERO
-    return value
+_to_int = int_value
 
 
 @functools.lru_cache(maxsize=4096)
@@ -275,8 +291,8 @@ class _Records(Transformer):
         return header, comps
 
     def header(self, kw, name, *rest):
-        attrs = [r for r in rest if isinstance(r, tuple)]
-        frames = next((r for r in rest if isinstance(r, list)), None)
+        attrs = next((r for r in rest if type(r) is _AttrList), [])
+        frames = next((r for r in rest if type(r) is list), None)
         return HeaderRec(name[0], name[1], attrs, frames)
 
     def module_name(self, tok):
@@ -299,13 +315,51 @@ class _Records(Transformer):
         signature = None
         instructions, attrs = [], []
         for child in rest[1:]:
-            if type(child) is InstrRec:
-                instructions.append(child)
-            elif isinstance(child, tuple) and len(child) == 3 and isinstance(child[0], list):
-                signature = child
+            if type(child) is _InstrList:
+                instructions = child
+            elif type(child) is _AttrList:
+                attrs = child
             else:
-                attrs.append(child)
+                signature = child
         return CompRec(is_entry, name, pos, signature, instructions, attrs)
+
+    # Left-recursive sequences: (x,) starts a list, (list, x) appends to it.
+    def instructions(self, *children):
+        if len(children) == 1:
+            return _InstrList(children)
+        children[0].append(children[1])
+        return children[0]
+
+    def attributes(self, *children):
+        if len(children) == 1:
+            return _AttrList(children)
+        children[0].append(children[1])
+        return children[0]
+
+    def operand_seq(self, *children):
+        if len(children) == 1:
+            return _OperandList(children)
+        children[0].append(children[1])
+        return children[0]
+
+    def literal_seq(self, *children):
+        item = children[-1]
+        if type(item) is Tok:
+            if item.type == "COMMA":
+                return children[0] if len(children) == 2 else []
+            item = V.EllipsisValue()
+        if len(children) == 1:
+            return [item]
+        children[0].append(item)
+        return children[0]
+
+    def brace_seq(self, *children):
+        item = children[-1]
+        if len(children) == 1:
+            return [] if type(item) is Tok else [item]
+        if type(item) is not Tok:  # commas between items are dropped
+            children[0].append(item)
+        return children[0]
 
     def comp_name(self, tok):
         return str(tok), tok.start_pos
@@ -332,11 +386,11 @@ class _Records(Transformer):
             i += 1
         opcode = children[i]
         operands = _operand_list(children[i + 1])
-        attrs = list(children[i + 2:])
+        attrs = children[i + 2] if len(children) > i + 2 else ()
         return InstrRec(is_root, first.value, first.start_pos, shape, opcode.value, opcode.start_pos, operands, attrs)
 
-    def operands(self, *ops):
-        return _OperandList(ops)
+    def operands(self, ops=None):
+        return ops if ops is not None else _OperandList()
 
     def ref_operand(self, *children):
         tok = children[-1]
@@ -351,9 +405,8 @@ class _Records(Transformer):
     def literal_operand(self, value):
         return LiteralOperand(value)
 
-    def literal_braces(self, *items):
-        return [V.EllipsisValue() if type(i) is Tok and i.type == "ELLIPSIS" else i
-                for i in items if not (type(i) is Tok and i.type == "COMMA")]
+    def literal_braces(self, items=None):
+        return items if items is not None else []
 
     def literal_paren(self, *items):
         return V.Paren(tuple(items))
@@ -482,8 +535,8 @@ class _Records(Transformer):
         body = tok.value[1:-1].strip()
         return V.Braced(tuple(_to_int(x) for x in body.split(",")) if body else ())
 
-    def braced(self, *items):
-        return V.Braced(tuple(i for i in items if not (type(i) is Tok and i.type == "COMMA")))
+    def braced(self, items=()):
+        return V.Braced(tuple(items))
 
     def keyed(self, name, value):
         return V.Keyed(name.value, value)
@@ -497,7 +550,7 @@ class _Records(Transformer):
     def ellipsis(self, tok):
         return V.EllipsisValue()
 
-    def inline_computation(self, *instructions):
+    def inline_computation(self, instructions):
         return V.InlineComputation(tuple(instructions), instructions[0].pos)
 
     def paren(self, *items):
@@ -522,10 +575,89 @@ class _Records(Transformer):
         return V.Iota(tuple(dims.items), tuple(reshape.items), perm)
 
 
+# Direct callbacks for the rules every instruction line goes through. Each gets the raw
+# children of its rule (punctuation included) and returns what the _Records method of
+# the same name returns, without Lark's per-call filtering and wrapping.
+
+def _fast_instruction(c):
+    first = c[0]
+    i = 1
+    is_root = first.type == "ROOT"
+    if is_root:
+        first = c[1]
+        i = 2
+    i += 1  # the '='
+    shape = None
+    if type(c[i]) is Shape:
+        shape = c[i]
+        i += 1
+    opcode = c[i]
+    attrs = c[i + 2] if len(c) > i + 2 else ()
+    return InstrRec(is_root, first.value, first.start_pos, shape, opcode.value, opcode.start_pos,
+                    _operand_list(c[i + 1]), attrs)
+
+
+def _fast_sequence(kind):
+    def seq(c):
+        if len(c) == 1 or (len(c) == 2 and type(c[0]) is Tok):  # (x) or (',' x)
+            return kind((c[-1],))
+        c[0].append(c[-1])
+        return c[0]
+    return seq
+
+
+def _fast_operands(c):
+    return c[1] if len(c) == 3 else _OperandList()
+
+
+def _fast_attribute(c):
+    name = c[0]
+    return name.value, c[1], name.start_pos
+
+
+def _fast_shape_text(c):
+    tok = c[0]
+    try:
+        return shape_from_text(tok.value)
+    except _SyntaxInCallback as exc:
+        raise _SyntaxInCallback(tok.start_pos, exc.message) from None
+
+
+_FAST_CALLBACKS = {
+    "instruction": _fast_instruction,
+    "instructions": _fast_sequence(lambda items: _InstrList(items)),
+    "attributes": _fast_sequence(lambda items: _AttrList(items)),
+    "operand_seq": _fast_sequence(lambda items: _OperandList(items)),
+    "operands": _fast_operands,
+    "attribute": _fast_attribute,
+    "shape_text": _fast_shape_text,
+    "raw_braces": lambda c: V.RawBraces(c[0].value, c[0].start_pos),
+    "int_": lambda c: _to_int(c[0]),
+    "float_": lambda c: float(c[0]),
+    "literal_operand": lambda c: LiteralOperand(c[0]),
+}
+# The expansions each direct callback was written for (checked when the table is built).
+_FAST_EXPANSIONS = {
+    "instruction": lambda e: "EQUAL" in e and "operand_list" in e,
+    "instructions": lambda e: e in (("instruction",), ("instructions", "instruction")),
+    "attributes": lambda e: e in (("COMMA", "attribute"), ("attributes", "COMMA", "attribute")),
+    "operand_seq": lambda e: e in (("operand",), ("operand_seq", "COMMA", "operand")),
+    "operands": lambda e: e in (("LPAR", "operand_seq", "RPAR"), ("LPAR", "RPAR")),
+    "attribute": lambda e: e == ("ATTR_NAME", "value"),
+    "shape_text": lambda e: e == ("SHAPE_TEXT",),
+    "raw_braces": lambda e: e == ("BRACED",),
+    "int_": lambda e: e == ("INT",),
+    "float_": lambda e: e == ("DECIMAL",),
+    "literal_operand": lambda e: len(e) == 1,
+}
+
+
 def _operand_list(child) -> list:
-    """Operand records of an OPERAND_NAMES token or of a parsed operand list."""
-    if type(child) is Tok:  # OPERAND_NAMES: (%a, %b, ...)
-        base = child.start_pos
+    """Operand records of an OPERAND_NAMES or LITERAL_TEXT token or of a parsed operand list."""
+    if type(child) is Tok:
+        if child.type == "LITERAL_TEXT":
+            return [LiteralOperand(child.value)]
+        base = child.start_pos  # OPERAND_NAMES: (%a, %b, ...)
         return [OperandRef(m.group(1), base + m.start(), None) for m in _NAME_IN_LIST.finditer(child.value)]
     return child
 
@@ -627,7 +759,7 @@ _TERMINAL_WORDS = {
     "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
     "COMMA": "','", "EQUAL": "'='", "COLON": "':'", "ARROW": "'->'", "LE": "'<='", "ROOT": "ROOT",
     "ENTRY": "ENTRY", "HLOMODULE": "HloModule", "LAYOUT_LBRACE": "'{'", "$END": "end of input",
-    "OPERAND_NAMES": "'('", "INT_LIST": "'{'", "BRACED": "'{'", "STACK_TABLE_NAME": "a stack frame table",
+    "OPERAND_NAMES": "'('", "LITERAL_TEXT": "'('", "INT_LIST": "'{'", "BRACED": "'{'", "STACK_TABLE_NAME": "a stack frame table",
     "QMARK": "'?'", "STAR": "'*'", "HASH": "'#'", "ELLIPSIS": "'...'", "NAN": "a number", "INF": "a number",
     "NEG_INF": "a number", "TRUE": "true", "FALSE": "false", "DXD": "a window size like 3x3",
     "PAD": "a padding like 0_1x1_0", "DIM_LABELS": "dim labels like b01f_01io->b01f", "IOTA_T": "'T('",
@@ -662,6 +794,7 @@ def _expected_text(row) -> str:
 
 
 _STATEMENT_STARTS = {"NAME", "IDENT", "ROOT", "RBRACE"}
+_MULTI_LINE_STRING = re.compile(r'"(?:\\.|[^"\\\n])*\n(?:\\.|[^"\\])*"')
 _HEADER_LINE = re.compile(r"\s*(ENTRY\s+)?%?[A-Za-z_][A-Za-z0-9_.\-]*\s*(\(.*\)\s*->.*)?\{\s*(//.*)?$")
 _BRACE_SCAN = re.compile(r'"(?:\\.|[^"\\])*"|/\*.*?\*/|//[^\n\r]*|[{}]', re.S)
 
@@ -737,7 +870,12 @@ def _recover(exc: Exception, text: str, source: SourceFile) -> _Recovery:
         msg = "unexpected end of input" + _expected_text(row)
         if "RBRACE" in row and _brace_depth(text, len(text)) > 0:
             msg = "unexpected end of input: a '}' is missing"
-        return _Recovery(Diagnostic(msg, source.loc(max(off - 1, 0))), None, len(text))
+        diag = Diagnostic(msg, source.loc(max(off - 1, 0)))
+        multi_line = _MULTI_LINE_STRING.search(text)
+        if multi_line:
+            diag.notes.append(Diagnostic("this string runs over several lines; is a closing '\"' missing?",
+                                         source.loc(multi_line.start()), "note"))
+        return _Recovery(diag, None, len(text))
     off = tok.start_pos
     line_start, line_end = _line_bounds(text, off)
     first_on_line = not text[line_start:off].strip()
@@ -757,8 +895,10 @@ def _recover(exc: Exception, text: str, source: SourceFile) -> _Recovery:
         return _Recovery(Diagnostic(msg, source.loc(where)),
                          _blank(text, prev_start, prev_end), off)
     msg = f"unexpected {_describe_token(tok)}{_expected_text(row)}"
-    if tok.type == "ATTR_NAME" and "EQUAL" in row:
-        msg += f" (write '{tok} = ...' with spaces around '=')"
+    if tok.type == "ATTR_NAME" and "COMMA" in row:
+        msg = f"expected ',' before {_describe_token(tok)}"
+    elif tok.type == "ATTR_NAME" and ("EQUAL" in row or "NAME" in row):
+        msg += f" (an instruction is written '{tok} = shape opcode(...)' with spaces around '=')"
     return _Recovery(Diagnostic(msg, source.loc(off)), _blank_statement_line(text, off), off)
 
 
@@ -824,6 +964,7 @@ def _parse_records(text: str, source: SourceFile, start: str = "start", raw_dict
 # --------------------------------------------------------------------------- building the IR
 
 _GENERIC = frozenset(GENERIC_ATTRIBUTES)
+_LEAF_OPCODES = frozenset({"parameter", "constant"})  # a number or literal where operands go
 
 
 class _Builder:
@@ -981,7 +1122,7 @@ class _Builder:
         operands = []
         locs = []
         ok = True
-        for op in rec.operands:
+        for op in (rec.operands if rec.opcode not in _LEAF_OPCODES else ()):
             if type(op) is OperandRef:
                 target = scope.get(op.name)
                 if target is None:
@@ -1320,6 +1461,7 @@ def _frontend(value, source: SourceFile) -> FrontendAttributes:
 
 # --------------------------------------------------------------------------- public API
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LOCK = threading.Lock()
 _CACHE: "OrderedDict[bytes, Any]" = OrderedDict()
 _CACHE_MAX_CHARS = 64 * 1024 * 1024
@@ -1363,6 +1505,10 @@ def parse_module(text: str, filename: str = "<string>") -> Module:
     source = SourceFile(filename, text)
     if not text.strip():
         raise error("empty input: expected an HloModule", source.loc(0))
+    surrogate = _SURROGATE.search(text)
+    if surrogate:
+        raise error(f"invalid character U+{ord(surrogate.group()):04X} (a lone UTF-16 surrogate)",
+                    source.loc(surrogate.start()))
     gc_was_enabled = gc.isenabled()
     gc.disable()  # parsing allocates many long-lived objects; collections would only slow it down
     try:
@@ -1384,7 +1530,7 @@ def parse_braced_fields(raw: str, raw_dict_values: bool = False, source: Optiona
     """
     own = SourceFile("<attribute>", raw)
     try:
-        braced = _parse_records(raw, own, start="braced", raw_dict_values=raw_dict_values)
+        braced = _parse_records(raw, own, start="braced", raw_dict_values=raw_dict_values, max_errors=1)
     except HloError as exc:
         if source is None:
             raise

@@ -33,7 +33,7 @@ def escape_string(s: str) -> str:
         elif ch.isascii() and ch.isprintable():
             out.append(ch)
         else:
-            out.extend("\\%03o" % b for b in ch.encode("utf-8"))
+            out.extend("\\%03o" % b for b in ch.encode("utf-8", "surrogatepass"))
     return "".join(out)
 
 

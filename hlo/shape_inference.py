@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from .opcodes import OPCODES, Category
-from .shapes import (PRED, PRIMITIVE_TYPES, S32, TOKEN, U32, UNBOUNDED, PrimitiveType, Shape,
+from .shapes import (PRED, PRIMITIVE_TYPES, S32, U32, UNBOUNDED, PrimitiveType, Shape,
                      complex_type_of, real_type_of)
 
 U64 = PRIMITIVE_TYPES["u64"]
@@ -102,6 +102,11 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _counted(n: int, noun: str) -> str:
+    """'1 operand', '2 operands'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _list(values) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
 
@@ -147,13 +152,9 @@ _ELEMENTWISE_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _component_type(t: PrimitiveType) -> PrimitiveType:
-    return real_type_of(t)
-
-
 # Result element type of elementwise opcodes that change it.
 _ELEMENTWISE_RESULT_TYPE: dict[str, Callable[[PrimitiveType], PrimitiveType]] = {
-    "real": _component_type, "imag": _component_type, "abs": _component_type,
+    "real": real_type_of, "imag": real_type_of, "abs": real_type_of,
     "is-finite": lambda t: PRED, "compare": lambda t: PRED,
 }
 
@@ -161,12 +162,22 @@ _ELEMENTWISE_RESULT_TYPE: dict[str, Callable[[PrimitiveType], PrimitiveType]] = 
 # --------------------------------------------------------------------------- the instruction view
 
 
+def display_opcode(inst) -> str:
+    """The opcode as written: async sugar (custom-call-start ...) keeps the wrapped op's name."""
+    if inst.opcode in ("async-start", "async-update", "async-done"):
+        comp = inst.attrs.get("calls")
+        root = getattr(comp, "root", None)
+        if getattr(comp, "async_wrapped", False) and root is not None:
+            return root.opcode + inst.opcode[len("async"):]
+    return inst.opcode
+
+
 class _Op:
     """What a shape rule reads: the instruction's operands, attributes and written shape."""
 
     def __init__(self, inst):
         self.inst = inst
-        self.opcode = inst.opcode
+        self.opcode = display_opcode(inst)
         self.info = OPCODES[inst.opcode]
         self.shapes: list[Shape] = [o.shape for o in inst.operands]
         self.written: Optional[Shape] = inst.shape
@@ -182,12 +193,7 @@ class _Op:
     def need_operands(self, count: int, what: str = "") -> None:
         if self.n != count:
             detail = f" ({what})" if what else ""
-            raise self.fail(f"'{self.opcode}' expects {count} operands{detail}, got {self.n}")
-
-    def need_at_least(self, count: int, what: str = "") -> None:
-        if self.n < count:
-            detail = f" ({what})" if what else ""
-            raise self.fail(f"'{self.opcode}' expects at least {count} operands{detail}, got {self.n}")
+            raise self.fail(f"'{self.opcode}' expects {_counted(count, 'operand')}{detail}, got {self.n}")
 
     def array(self, i: int, role: str = "") -> Shape:
         """Operand i, which must be an array (not a tuple or token)."""
@@ -270,8 +276,8 @@ class _Op:
     # -- the written shape
     def need_written(self) -> Shape:
         if self.written is None:
-            raise self.fail(f"the result shape of '{self.opcode}' cannot be inferred from its operands; "
-                            f"write it before the opcode")
+            raise self.fail(f"'{self.opcode}' needs its result shape written before the opcode (it cannot be "
+                            f"derived from the operands)")
         return self.written
 
     def written_array(self) -> Shape:
@@ -354,8 +360,8 @@ def _callee(op: _Op, attribute: str) -> tuple[object, list[Shape], Shape]:
 def _need_params(op: _Op, comp, params: list, count: int, attribute: str, what: str = "") -> None:
     if len(params) != count:
         detail = f" ({what})" if what else ""
-        raise op.fail(f"{attribute} computation %{comp.name} must take {count} parameter"
-                      f"{'s' if count != 1 else ''}{detail}, but it takes {len(params)}",
+        raise op.fail(f"{attribute} computation %{comp.name} must take {_counted(count, 'parameter')}{detail}, "
+                      f"but it takes {len(params)}",
                       attribute=attribute, related=comp)
 
 
@@ -386,11 +392,10 @@ def check_reducer(op: _Op, attribute: str, init_shapes: list[Shape], input_types
     """
     comp, params, result = _callee(op, attribute)
     n = len(init_shapes)
-    _need_params(op, comp, params, 2 * n, attribute, f"{n} accumulator{'s' if n != 1 else ''} then "
-                                                      f"{n} value{'s' if n != 1 else ''}")
+    _need_params(op, comp, params, 2 * n, attribute, f"{_counted(n, 'accumulator')} then {_counted(n, 'value')}")
     if n == 1 and not result.is_tuple:
         components = [result]
-    elif result.is_tuple and len(result.tuple_shapes) == n and n != 1:
+    elif result.is_tuple and len(result.tuple_shapes) == n:
         components = list(result.tuple_shapes)
     else:
         expected = "a scalar" if n == 1 else f"a tuple of {n} scalars"
@@ -455,11 +460,10 @@ def infer_shape(inst) -> Shape:
 def _check_arity(op: _Op) -> None:
     info = op.info
     if info.arity is not None and op.n != info.arity:
-        raise ShapeError(f"'{op.opcode}' expects {info.arity} operand{'s' if info.arity != 1 else ''}, "
-                         f"got {op.n}", operand=info.arity if op.n > info.arity else None)
+        raise ShapeError(f"'{op.opcode}' expects {_counted(info.arity, 'operand')}, got {op.n}",
+                         operand=info.arity if op.n > info.arity else None)
     if info.arity is None and op.n < info.min_arity:
-        raise ShapeError(f"'{op.opcode}' expects at least {info.min_arity} operand"
-                         f"{'s' if info.min_arity != 1 else ''}, got {op.n}")
+        raise ShapeError(f"'{op.opcode}' expects at least {_counted(info.min_arity, 'operand')}, got {op.n}")
 
 
 def _written_only(op: _Op) -> Shape:
@@ -517,7 +521,7 @@ def _complex(op: _Op) -> Shape:
     return _retyped(shape, complex_type_of(shape.element_type))
 
 
-_COMPARE_DEFAULT = {"sint": "SIGNED", "uint": "UNSIGNED", "pred": "UNSIGNED"}
+_COMPARE_DEFAULT = {"sint": "SIGNED", "uint": "UNSIGNED"}  # pred compares as unsigned
 
 
 @_rule("compare")
@@ -1032,6 +1036,9 @@ def _scatter(op: _Op) -> Shape:
     scatter_bounds = [n for d, n in enumerate(expanded) if d != ivd]
     for k, upd in enumerate(updates):
         i = count + 1 + k
+        if upd.element_type is not operands[k].element_type:
+            raise op.fail(f"updates {k} of 'scatter' must have the element type of operand {k}: operand {k} is "
+                          f"{fmt(operands[k])} but operand {i} (updates) is {fmt(upd)}", operand=i)
         if upd.rank != len(window_dims) + len(scatter_bounds):
             raise op.fail(f"updates {fmt(upd)} must have rank {len(window_dims) + len(scatter_bounds)} "
                           f"({len(window_dims)} update window dims + {len(scatter_bounds)} scatter dims of the "
@@ -1091,8 +1098,9 @@ def _check_dot_numbers(op: _Op, lhs: Shape, rhs: Shape, lb, lc, rb, rc) -> None:
                               attribute=f"{side}_contracting_dims" if d in contracting else f"{side}_batch_dims")
     for kind, ldims, rdims in (("contracting", lc, rc), ("batch", lb, rb)):
         if len(ldims) != len(rdims):
+            written = f"rhs_{kind}_dims" if op.has(f"rhs_{kind}_dims") else f"lhs_{kind}_dims"
             raise op.fail(f"lhs_{kind}_dims={_list(ldims)} and rhs_{kind}_dims={_list(rdims)} must have the same "
-                          f"number of entries", attribute=f"rhs_{kind}_dims")
+                          f"number of entries", attribute=written)
         for l, r in zip(ldims, rdims):
             if lhs.dims[l] != rhs.dims[r]:
                 raise op.fail(f"{kind} dimensions must have equal sizes: lhs dimension {l} of {fmt(lhs)} has size "
@@ -1184,28 +1192,43 @@ def _window(op: _Op):
     return window if window is not None else Window(())
 
 
-def _window_dims(op: _Op, input_dims: Sequence[int], window, what: str) -> tuple[int, ...]:
-    """Output dims of sliding `window` over `input_dims` (XLA InferWindowOutputShape)."""
+def dilated_size(n: int, dilation: int) -> int:
+    """Length of `n` elements spread `dilation` apart (0 stays 0)."""
+    return 0 if n == 0 else (n - 1) * dilation + 1
+
+
+def window_output_dims(input_dims: Sequence[int], window) -> tuple[int, ...]:
+    """Output dims of sliding `window` over an input of `input_dims` (XLA's
+    InferWindowOutputShape); ValueError for an invalid window. Shared with the interpreter."""
     if len(window.dims) != len(input_dims):
-        raise op.fail(f"window has {len(window.dims)} dimension{'s' if len(window.dims) != 1 else ''} but "
-                      f"{what} has {len(input_dims)}", attribute="window")
+        raise ValueError(f"window has {_counted(len(window.dims), 'dimension')} but the operand has "
+                         f"{len(input_dims)}")
     out = []
     for k, (n, wd) in enumerate(zip(input_dims, window.dims)):
-        for field, value, least in (("size", wd.size, 1), ("stride", wd.stride, 1),
-                                    ("lhs_dilate", wd.base_dilation, 1), ("rhs_dilate", wd.window_dilation, 1)):
-            if value < least:
-                raise op.fail(f"window {field} of dimension {k} must be positive, got {value}", attribute="window")
-        base = wd.padding_low + _dilated(n, wd.base_dilation) + wd.padding_high
+        if wd.size <= 0:
+            raise ValueError(f"window size of dimension {k} must be positive, got {wd.size}")
+        if wd.stride <= 0:
+            raise ValueError(f"window stride of dimension {k} must be positive, got {wd.stride}")
+        if wd.base_dilation < 1 or wd.window_dilation < 1:
+            raise ValueError(f"window dilations of dimension {k} must be >= 1, got lhs_dilate={wd.base_dilation} "
+                             f"rhs_dilate={wd.window_dilation}")
+        base = wd.padding_low + dilated_size(n, wd.base_dilation) + wd.padding_high
         if base < 0:
-            raise op.fail(f"window padding {wd.padding_low}_{wd.padding_high} of dimension {k} removes more than "
-                          f"the {n} input elements", attribute="window")
-        span = _dilated(wd.size, wd.window_dilation)
+            raise ValueError(f"window padding {wd.padding_low}_{wd.padding_high} of dimension {k} removes more "
+                             f"than the {n} (dilated) input elements")
+        span = dilated_size(wd.size, wd.window_dilation)
         out.append(0 if span > base else (base - span) // wd.stride + 1)
     return tuple(out)
 
 
-def _dilated(n: int, dilation: int) -> int:
-    return 0 if n == 0 else (n - 1) * dilation + 1
+def _window_dims(op: _Op, input_dims: Sequence[int], window, what: str) -> tuple[int, ...]:
+    if len(window.dims) != len(input_dims):
+        raise op.fail(f"window has {_counted(len(window.dims), 'dimension')} but {what} has {len(input_dims)}",
+                      attribute="window")
+    try:
+        return window_output_dims(input_dims, window)
+    except ValueError as exc:
+        raise op.fail(str(exc), attribute="window") from None
 
 
 @_rule("convolution")
@@ -1227,8 +1250,8 @@ def _convolution(op: _Op) -> Shape:
             raise op.fail(f"dim_labels {labels.to_text()} describe rank-{rank} operands, but operand {i} ({role}) "
                           f"is {fmt(shape)}", operand=i, attribute="dim_labels")
     if len(window.dims) != labels.num_spatial:
-        raise op.fail(f"window has {len(window.dims)} dimensions but dim_labels {labels.to_text()} have "
-                      f"{labels.num_spatial} spatial dimensions", attribute="window")
+        raise op.fail(f"window has {_counted(len(window.dims), 'dimension')} but dim_labels {labels.to_text()} have "
+                      f"{_counted(labels.num_spatial, 'spatial dimension')}", attribute="window")
     features, batch = lhs.dims[labels.input_feature], lhs.dims[labels.input_batch]
     kernel_in, kernel_out = rhs.dims[labels.kernel_input_feature], rhs.dims[labels.kernel_output_feature]
     if features % groups or features // groups != kernel_in:
@@ -1278,6 +1301,12 @@ def _split_inputs(op: _Op) -> tuple[list[Shape], list[Shape]]:
     return inputs, inits
 
 
+def _per_result(op: _Op, shapes: list[Shape]) -> Shape:
+    """An array, or a tuple when the reducer returns a tuple (even a 1-tuple, as in XLA)."""
+    comp = op.computation("to_apply")
+    return _tuple(shapes) if comp.root.shape.is_tuple else shapes[0]
+
+
 @_rule("reduce")
 def _reduce(op: _Op) -> Shape:
     inputs, inits = _split_inputs(op)
@@ -1289,7 +1318,7 @@ def _reduce(op: _Op) -> Shape:
     kept = [d for d in range(inputs[0].rank) if d not in dims]
     out_dims = [inputs[0].dims[d] for d in kept]
     dynamic = [inputs[0].dynamic[d] for d in kept]
-    return _one_or_tuple([_array(r.element_type, out_dims, dynamic) for r in results])
+    return _per_result(op, [_array(r.element_type, out_dims, dynamic) for r in results])
 
 
 @_rule("reduce-window")
@@ -1298,7 +1327,7 @@ def _reduce_window(op: _Op) -> Shape:
     results = check_reducer(op, "to_apply", inits, [s.element_type for s in inputs],
                             init_operands=range(len(inputs), op.n))
     out_dims = _window_dims(op, inputs[0].dims, _window(op), f"the input {fmt(inputs[0])}")
-    return _one_or_tuple([_array(r.element_type, out_dims) for r in results])
+    return _per_result(op, [_array(r.element_type, out_dims) for r in results])
 
 
 @_rule("select-and-scatter")
@@ -1438,7 +1467,7 @@ def _scan(op: _Op) -> Shape:
 @_rule("call")
 def _call(op: _Op) -> Shape:
     comp, params, result = _callee(op, "to_apply")
-    _need_params(op, comp, params, op.n, "to_apply", f"'call' passes {op.n} operand{'s' if op.n != 1 else ''}")
+    _need_params(op, comp, params, op.n, "to_apply", f"'call' passes {_counted(op.n, 'operand')}")
     _check_operands_match_parameters(op, comp, params, "to_apply")
     return result
 
@@ -1473,9 +1502,10 @@ def _conditional(op: _Op) -> Shape:
         branches = list(op.attr("branch_computations"))
         names = [f"branch_computations[{j}]" for j in range(len(branches))]
         attrs = ["branch_computations"] * len(branches)
-        if not compatible(selector, _scalar(S32)):
-            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[], but "
-                          f"operand 0 is {fmt(selector)}", operand=0)
+        two_way = compatible(selector, _scalar(PRED)) and len(branches) == 2
+        if not (compatible(selector, _scalar(S32)) or two_way):
+            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[] (or pred[] "
+                          f"with two branches), but operand 0 is {fmt(selector)}", operand=0)
         if not branches:
             raise op.fail("'conditional' needs at least one branch computation", attribute="branch_computations")
     else:
@@ -1485,7 +1515,7 @@ def _conditional(op: _Op) -> Shape:
         if not compatible(selector, _scalar(PRED)):
             raise op.fail(f"the predicate of 'conditional' with true_computation=/false_computation= must be "
                           f"pred[], but operand 0 is {fmt(selector)}", operand=0)
-    op.need_operands(len(branches) + 1, f"the selector and one operand per branch")
+    op.need_operands(len(branches) + 1, "the selector and one operand per branch")
     result = None
     for j, (comp, name, attribute) in enumerate(zip(branches, names, attrs)):
         try:
@@ -1513,8 +1543,8 @@ def _conditional(op: _Op) -> Shape:
 def _fusion(op: _Op) -> Shape:
     comp, params, result = _callee(op, "calls")
     if len(params) > op.n:
-        raise op.fail(f"fused computation %{comp.name} takes {len(params)} parameters but 'fusion' passes only "
-                      f"{op.n} operands", attribute="calls", related=comp)
+        raise op.fail(f"fused computation %{comp.name} takes {_counted(len(params), 'parameter')} but 'fusion' "
+                      f"passes only {_counted(op.n, 'operand')}", attribute="calls", related=comp)
     _check_operands_match_parameters(op, comp, params, "fused")
     if op.written is not None and not compatible(op.written, result):
         raise op.fail(f"'fusion' is written as {fmt(op.written)} but its fused computation %{comp.name} returns "
@@ -1527,8 +1557,8 @@ def _check_aliasing(op: _Op, result: Shape) -> None:
     for entry in op.inst.attrs.get("output_to_operand_aliasing") or ():
         where = {"attribute": "output_to_operand_aliasing"}
         if not 0 <= entry.operand < op.n:
-            raise op.fail(f"output_to_operand_aliasing names operand {entry.operand}, but '{op.opcode}' has {op.n} "
-                          f"operands", **where)
+            raise op.fail(f"output_to_operand_aliasing names operand {entry.operand}, but '{op.opcode}' has "
+                          f"{_counted(op.n, 'operand')}", **where)
         out = _subshape(result, entry.output_index)
         operand = _subshape(op.shapes[entry.operand], entry.operand_index)
         if out is None:
@@ -1557,8 +1587,8 @@ def _custom_call(op: _Op) -> Shape:
     constraints = op.inst.attrs.get("operand_layout_constraints")
     if constraints is not None:
         if len(constraints) != op.n:
-            raise op.fail(f"operand_layout_constraints lists {len(constraints)} shapes but 'custom-call' has {op.n} "
-                          f"operands", attribute="operand_layout_constraints")
+            raise op.fail(f"operand_layout_constraints lists {_counted(len(constraints), 'shape')} but 'custom-call' "
+                          f"has {_counted(op.n, 'operand')}", attribute="operand_layout_constraints")
         for i, constraint in enumerate(constraints):
             if not compatible(constraint, op.shapes[i]):
                 raise op.fail(f"operand_layout_constraints gives operand {i} the shape {fmt(constraint)} but the "
@@ -1882,8 +1912,8 @@ def _all_gather_shape(op: _Op, outputs: Optional[list[Shape]]) -> Shape:
         dims = list(s.dims)
         dims[d] *= shard
         if out is not None and out.dims[d] != dims[d]:
-            raise op.fail(f"'{op.opcode}' concatenates {shard} shards of operand {i} {fmt(s)} along dimension {d}, "
-                          f"giving size {dims[d]}, but the result is written as {fmt(out)}", operand=i)
+            raise op.fail(f"'{op.opcode}' concatenates {_counted(shard, 'shard')} of operand {i} {fmt(s)} along "
+                          f"dimension {d}, giving size {dims[d]}, but the result is written as {fmt(out)}", operand=i)
         shapes.append(_array(s.element_type, dims))
     return _one_or_tuple(shapes)
 
@@ -1942,8 +1972,8 @@ def _reduce_scatter(op: _Op) -> Shape:
     shapes = []
     for i, s in enumerate(operands):
         if s.dims[d] % shard:
-            raise op.fail(f"'reduce-scatter' splits dimension {d} of operand {i} {fmt(s)} into {shard} shards, "
-                          f"but {s.dims[d]} is not divisible by {shard}", operand=i)
+            raise op.fail(f"'reduce-scatter' splits dimension {d} of operand {i} {fmt(s)} into "
+                          f"{_counted(shard, 'shard')}, but {s.dims[d]} is not divisible by {shard}", operand=i)
         dims = list(s.dims)
         dims[d] //= shard
         shapes.append(_array(s.element_type, dims))
@@ -1962,8 +1992,8 @@ def _all_to_all(op: _Op) -> Shape:
             raise op.fail(f"'all-to-all' with dimensions= takes one operand, got {op.n}", operand=1)
         _dims_in_range(op, [d], operands[0].rank, "dimensions", f"the operand {fmt(operands[0])}")
         if operands[0].dims[d] % split:
-            raise op.fail(f"'all-to-all' splits dimension {d} of {fmt(operands[0])} into {split} blocks, but "
-                          f"{operands[0].dims[d]} is not divisible by {split}", operand=0)
+            raise op.fail(f"'all-to-all' splits dimension {d} of {fmt(operands[0])} into {_counted(split, 'block')}, "
+                          f"but {operands[0].dims[d]} is not divisible by {split}", operand=0)
         return operands[0]
     for i, s in enumerate(operands):
         if not compatible(s, operands[0]):
@@ -2107,7 +2137,7 @@ def _check_async_shape(op: _Op, shape: Shape, comp, params: list[Shape], result:
 @_rule("async-start")
 def _async_start(op: _Op) -> Shape:
     comp, params, result = _async_computation(op)
-    _need_params(op, comp, params, op.n, "calls", f"'async-start' passes {op.n} operand{'s' if op.n != 1 else ''}")
+    _need_params(op, comp, params, op.n, "calls", f"'async-start' passes {_counted(op.n, 'operand')}")
     _check_operands_match_parameters(op, comp, params, "the async")
     if op.written is None:
         return _tuple([_tuple(params), result])

@@ -8,10 +8,15 @@ not change data (copy, opt-barrier, add-dependency ...) return their operand.
 Each computation is compiled once into a `_Plan`: its live instructions in an
 order where operands come first, each with the handler for its opcode (one
 small method per opcode or opcode family, found through `_HANDLERS`) and the
-slots of its operands. Called computations become `Combiner`s for the kernels
-(reduce, sort, scatter, map ...): the computation is evaluated *vectorised*, on
-whole arrays of scalars at once, when every live instruction is a scalar
-elementwise op; otherwise it is evaluated element by element.
+slots of its operands; calls and fusions are inlined, pass-through ops cost
+nothing, and values computed from constants alone are computed once per
+evaluator. Called computations become `Combiner`s for the kernels (reduce,
+sort, scatter, map ...): the computation is evaluated *vectorised*, on whole
+arrays of scalars at once, when every instruction is a scalar elementwise op;
+otherwise it is evaluated element by element. Where numpy computes exactly
+what XLA does (IEEE f32/f64 arithmetic, wrapping integer arithmetic, matrix
+products, reductions by add/max/min ...), handlers call numpy directly rather
+than the general kernels.
 
 Layouts only matter for `bitcast`, which reinterprets the physical buffer.
 Collectives go through `hlo.interpreter.collectives` (one thread per device
@@ -21,7 +26,6 @@ becomes an HloError at the failing instruction, naming its opcode.
 from __future__ import annotations
 
 import collections
-import math
 import threading
 import time
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -115,21 +119,147 @@ def _scalar_int(x) -> int:
 # --------------------------------------------------------------------------- plans
 
 class _Plan:
-    """A computation compiled for execution: live steps in dependency order."""
+    """A computation compiled for execution.
 
-    __slots__ = ("computation", "steps", "param_slots", "root_slot", "size")
+    Values live in numbered slots. `static_steps` compute the slots that depend on
+    constants only (run once per evaluator: constant folding at run time, which
+    pays in loop bodies), `steps` all the others, in dependency order. A step is
+    (handler, instruction, operand slots, result slot). Calls and fusions are
+    inlined, instructions that pass a value through unchanged share their
+    operand's slot, a reshape of a reshape reads the original, and steps whose
+    value nothing needs are dropped: fewer steps, less per-instruction overhead.
+    """
+
+    __slots__ = ("computation", "steps", "static_steps", "param_slots", "root_slot", "size")
 
     def __init__(self, comp: Computation, batched: bool):
-        live = _live_instructions(comp)
-        order = [inst for inst in comp.post_order() if id(inst) in live]
-        slot = {id(inst): i for i, inst in enumerate(order)}
+        builder = _PlanBuilder(batched)
+        params = {p.attrs["parameter_number"]: builder.new_slot(p.shape) for p in comp.parameters}
         self.computation = comp
-        self.size = len(order)
-        self.param_slots = [(slot[id(p)], p.attrs["parameter_number"]) for p in comp.parameters
-                            if id(p) in slot]
-        self.root_slot = slot[id(comp.root)]
-        self.steps = [(_handler_for(inst, batched), inst, tuple(slot[id(op)] for op in inst.operands), i)
-                      for i, inst in enumerate(order) if inst.opcode != "parameter"]
+        self.root_slot = builder.add_computation(comp, params)
+        self.param_slots = [(slot, number) for number, slot in params.items()]
+        self.static_steps, self.steps = builder.finish(self.root_slot)
+        self.size = builder.size
+
+
+# Instructions computed from these leaves alone give the same value in every run.
+_STATIC_LEAVES = frozenset({"constant", "iota", "replica-id", "partition-id"})
+_PURE_CATEGORIES = frozenset({Category.ELEMENTWISE, Category.DATA_MOVEMENT, Category.INDEXING,
+                              Category.DOT_CONV, Category.REDUCTION})
+_PASS_THROUGH = frozenset({"copy", "opt-barrier", "domain", "add-dependency"})
+
+
+class _PlanBuilder:
+    def __init__(self, batched: bool):
+        self.batched = batched
+        self.size = 0
+        self.steps: list[tuple] = []
+        self.static: set[int] = set()
+        self.dims: dict[int, tuple[int, ...]] = {}             # slot -> dims of the array it holds
+        self.tuple_parts: dict[int, tuple[int, ...]] = {}      # slot of a tuple step -> its operand slots
+        self.reshape_source: dict[int, int] = {}               # slot of a reshape step -> slot it reads
+
+    def new_slot(self, shape: Optional[Shape] = None) -> int:
+        slot = self.size
+        self.size += 1
+        if shape is not None and not shape.is_tuple:
+            self.dims[slot] = tuple(shape.dims)
+        return slot
+
+    def add_computation(self, comp: Computation, param_slots: dict[int, int]) -> int:
+        """Add steps for comp's live instructions; the slot of its root."""
+        live = _live_instructions(comp)
+        slot_of: dict[int, int] = {}
+        for inst in comp.post_order():
+            if id(inst) not in live:
+                continue
+            if inst.opcode == "parameter":
+                slot_of[id(inst)] = param_slots[inst.attrs["parameter_number"]]
+            else:
+                slot_of[id(inst)] = self.add_instruction(inst, [slot_of[id(op)] for op in inst.operands])
+        return slot_of[id(comp.root)]
+
+    def add_instruction(self, inst: Instruction, operands: list[int]) -> int:
+        if inst.opcode in ("call", "fusion"):
+            callee = inst.attrs["to_apply"] if inst.opcode == "call" else inst.attrs["calls"]
+            return self.add_computation(callee, dict(enumerate(operands)))
+        alias = self._alias(inst, operands)
+        if alias is not None:
+            return alias
+        if inst.opcode == "reshape" and operands[0] in self.reshape_source:
+            source = self.reshape_source[operands[0]]
+            if self.dims.get(source) == tuple(inst.shape.dims):
+                return source  # reshaped back to where it came from
+            operands = [source]
+        out = self.new_slot(inst.shape)
+        self.steps.append((_handler_for(inst, self.batched), inst, tuple(operands), out))
+        if self._is_static(inst, operands):
+            self.static.add(out)
+        if inst.opcode == "tuple":
+            self.tuple_parts[out] = tuple(operands)
+        elif inst.opcode == "reshape":
+            self.reshape_source[out] = operands[0]
+        return out
+
+    def _alias(self, inst: Instruction, operands: list[int]) -> Optional[int]:
+        """The operand slot holding inst's value when inst passes it through unchanged."""
+        op = inst.opcode
+        if op in _PASS_THROUGH:
+            return operands[0]
+        if op == "get-tuple-element":
+            parts = self.tuple_parts.get(operands[0])
+            return parts[inst.attrs["index"]] if parts is not None else None
+        if not operands or op not in ("reshape", "broadcast", "transpose", "bitcast", "convert", "reverse"):
+            return None
+        source, result = inst.operands[0].shape, inst.shape
+        if source is None or result is None or source.is_tuple or result.is_tuple:
+            return None
+        if source.element_type is not result.element_type or source.dims != result.dims:
+            return None
+        if self.batched and result.rank == 0:
+            return operands[0]  # vectorised computations: the identity on a batch of scalars
+        if op in ("reshape", "convert"):
+            return operands[0]
+        if op in ("broadcast", "transpose"):
+            return operands[0] if tuple(inst.attrs.get("dimensions", ())) == tuple(range(result.rank)) else None
+        if op == "bitcast":
+            return operands[0] if source.minor_to_major() == result.minor_to_major() else None
+        return None
+
+    def _is_static(self, inst: Instruction, operands: list[int]) -> bool:
+        if inst.opcode in _STATIC_LEAVES:
+            return True
+        info = OPCODES.get(inst.opcode)
+        return (info is not None and bool(operands) and info.category in _PURE_CATEGORIES
+                and all(o in self.static for o in operands) and not _calls_impure(inst))
+
+    def finish(self, root: int) -> tuple[list[tuple], list[tuple]]:
+        """(static steps, other steps) that the root or a side effect needs, in order."""
+        needed = {root}
+        kept = []
+        for step in reversed(self.steps):
+            if step[3] in needed or _has_side_effect(step[1]):
+                kept.append(step)
+                needed.update(step[2])
+        kept.reverse()
+        return [s for s in kept if s[3] in self.static], [s for s in kept if s[3] not in self.static]
+
+
+def _calls_impure(inst: Instruction) -> bool:
+    """True if a computation inst calls contains anything but pure ops."""
+    stack, seen = list(inst.called_computations()), set()
+    while stack:
+        comp = stack.pop()
+        if id(comp) in seen:
+            continue
+        seen.add(id(comp))
+        for i in comp.instructions:
+            info = OPCODES.get(i.opcode)
+            if info is None or not (info.category in _PURE_CATEGORIES or i.opcode in _STATIC_LEAVES
+                                    or i.opcode in ("parameter", "call", "fusion", "map", "sort")):
+                return True
+            stack.extend(i.called_computations())
+    return False
 
 
 def _has_side_effect(inst: Instruction) -> bool:
@@ -236,6 +366,7 @@ class _Plans:
     def __init__(self):
         self._plans: dict[tuple[int, bool], _Plan] = {}
         self._vectorisable: dict[int, bool] = {}
+        self._attributes: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
     def plan(self, comp: Computation, batched: bool = False) -> _Plan:
@@ -247,6 +378,14 @@ class _Plans:
                 if plan is None:
                     plan = self._plans[key] = _Plan(comp, batched)
         return plan
+
+    def attribute(self, inst: Instruction, build: Callable) -> Any:
+        """build(inst) (e.g. DotDims.of), computed once per instruction."""
+        key = (id(inst), build)
+        value = self._attributes.get(key)
+        if value is None:
+            value = self._attributes[key] = build(inst)
+        return value
 
     def vectorisable(self, comp: Computation) -> bool:
         known = self._vectorisable.get(id(comp))
@@ -327,24 +466,44 @@ _FAST_BINARY = {
 }
 
 
-def _ieee_extremum(ufunc: np.ufunc, negative_zero_wins: Callable) -> Callable:
-    """IEEE-754-2019 maximum/minimum of float arrays: numpy's NaN-propagating
-    np.maximum/np.minimum, with the sign of a zero result fixed (-0 < +0), which
-    numpy leaves to whichever operand it happens to return."""
+_UINT_OF_FLOAT = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
+
+
+def _ieee_extremum(ufunc: np.ufunc, merge_bits: np.ufunc, is_max: bool) -> Callable:
+    """IEEE-754-2019 maximum/minimum (NaN propagates, -0 < +0) of f32/f64 arrays.
+
+    numpy's np.maximum/np.minimum propagate NaN but return one operand *by position*
+    when -0 meets +0. Calling them with both operand orders gives both zeros there
+    and the same value everywhere else, so merging the two results' bits (AND keeps
+    +0 for maximum, OR keeps -0 for minimum) gives the IEEE result. (Two NaNs merge
+    into a NaN as long as they are quiet, as numpy produces them.) One call is
+    enough when an operand is a broadcast constant (relu's max(x, 0), clamps)."""
     def kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        out = _as_array(ufunc(x, y))
-        zero = out == 0
-        if zero.any():
-            wrong = zero & (np.signbit(out) != negative_zero_wins(np.signbit(x), np.signbit(y)))
-            if wrong.any():
-                out = np.where(wrong, -out, out)
-        return out
+        for constant in (y, x):
+            c = _broadcast_constant(constant)
+            if c is None:
+                continue
+            if c != 0:  # also NaN: no zero can tie with c
+                return _as_array(ufunc(x, y))
+            if is_max and not np.signbit(c):  # max(v, +0) is never -0
+                return _as_array(ufunc(x, y)) + c
+            break
+        uint = _UINT_OF_FLOAT[x.dtype]
+        first, second = np.asarray(ufunc(x, y)), np.asarray(ufunc(y, x))
+        return merge_bits(first.view(uint), second.view(uint)).view(x.dtype)
     return kernel
 
 
+def _broadcast_constant(a: np.ndarray):
+    """The one value of an array that is a single value broadcast (all strides 0), else None."""
+    if a.ndim and a.size and not any(a.strides):
+        return a[(0,) * a.ndim]
+    return None
+
+
 _FAST_FLOAT_BINARY = {
-    "maximum": _ieee_extremum(np.maximum, np.logical_and),  # -0 only if both are -0
-    "minimum": _ieee_extremum(np.minimum, np.logical_or),   # -0 if either is -0
+    "maximum": _ieee_extremum(np.maximum, np.bitwise_and, True),
+    "minimum": _ieee_extremum(np.minimum, np.bitwise_or, False),
 }
 _FAST_UNARY = {
     "negate": (np.negative, _IEEE_FLOATS | _NATIVE_INTS),
@@ -352,6 +511,10 @@ _FAST_UNARY = {
 _COMPARE_UFUNCS = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal,
                    "GT": np.greater, "LE": np.less_equal, "LT": np.less}
 _REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+
+# What kernels raise for inputs they cannot handle (numbers out of range included).
+_KERNEL_ERRORS = (ValueError, ArithmeticError)
 
 
 class Evaluator:
@@ -366,6 +529,8 @@ class Evaluator:
              [executions, seconds of its own time (excluding called computations)].
 
     After `run`, `self.outfeed` holds the values written by `outfeed` and host `send`.
+    An evaluator may run its module many times (plans and constant-derived values
+    are built once); the module must not be modified meanwhile.
     """
 
     def __init__(self, module: Module, *, seed: int = 0, infeed: Iterable = (), device=None,
@@ -379,6 +544,8 @@ class Evaluator:
         self._device = device
         self._plans = plans if plans is not None else _Plans()
         self._combiners: dict[int, Combiner] = {}
+        self._prefilled: dict[_Plan, list] = {}  # per plan: slots with the static values filled in
+        self._entry_signature: Optional[list] = None
         self.profile: Optional[dict[Instruction, list]] = {} if profile else None
         self._child_time = 0.0
 
@@ -400,48 +567,74 @@ class Evaluator:
     def run(self, arguments: Sequence[Value]) -> Value:
         """Evaluate the entry computation on `arguments` (one value per parameter)."""
         entry = self.module.entry
-        check_arguments(entry, arguments)
-        with np.errstate(all="ignore"):
-            return self.call(entry, tuple(arguments))
+        if not self._arrays_match_entry(arguments):
+            check_arguments(entry, arguments)  # the full check, which explains any mismatch
+        return self.call(entry, tuple(arguments))
+
+    def _arrays_match_entry(self, arguments: Sequence[Value]) -> bool:
+        """Quick check for the common case: one array of the exact dtype and dims per parameter."""
+        if self._entry_signature is None:
+            params = self.module.entry.parameters
+            if any(p.shape.is_tuple or not p.shape.is_array for p in params):
+                return False
+            self._entry_signature = [(p.shape.element_type.dtype, tuple(p.shape.dims)) for p in params]
+        signature = self._entry_signature
+        return len(arguments) == len(signature) and all(
+            type(a) is np.ndarray and a.dtype == dtype and a.shape == dims
+            for a, (dtype, dims) in zip(arguments, signature))
 
     def call(self, comp: Computation, args: Sequence[Value]) -> Value:
         """Evaluate a computation on argument values."""
-        return self._execute(self._plans.plan(comp), args)
+        with np.errstate(all="ignore"):  # inf and NaN are values like any other here
+            return self._execute(self._plans.plan(comp), args)
 
     # -- the interpreter loop
     def _execute(self, plan: _Plan, args: Sequence[Value]) -> Value:
-        if self.profile is not None:
-            return self._execute_profiled(plan, args)
-        values: list = [None] * plan.size
+        prefilled = self._prefilled.get(plan)
+        values = (prefilled if prefilled is not None else self._prefill(plan)).copy()
         for slot, number in plan.param_slots:
             values[slot] = args[number]
-        step = None
-        try:
-            for step in plan.steps:
-                handler, inst, operands, slot = step
-                values[slot] = handler(self, inst, [values[i] for i in operands])
-        except ValueError as exc:
-            raise self._kernel_error(step[1], exc) from None
+        if self.profile is None:
+            self._run_steps(plan.steps, values)
+        else:
+            self._run_steps_profiled(plan.steps, values)
         return values[plan.root_slot]
 
-    def _execute_profiled(self, plan: _Plan, args: Sequence[Value]) -> Value:
+    def _prefill(self, plan: _Plan) -> list:
+        """Compute a plan's static slots (once per evaluator)."""
         values: list = [None] * plan.size
-        for slot, number in plan.param_slots:
-            values[slot] = args[number]
+        if self.profile is None:
+            self._run_steps(plan.static_steps, values)
+        else:
+            self._run_steps_profiled(plan.static_steps, values)
+        self._prefilled[plan] = values
+        return values
+
+    def _run_steps(self, steps: list, values: list) -> None:
+        step = None
+        try:
+            for step in steps:
+                handler, inst, operands, slot = step
+                values[slot] = handler(self, inst, [values[i] for i in operands])
+        except _KERNEL_ERRORS as exc:
+            raise self._kernel_error(step[1], exc) from None
+
+    def _run_steps_profiled(self, steps: list, values: list) -> None:
+        """_run_steps, recording each instruction's own time (its time minus that
+        of the instructions it ran in called computations)."""
         clock = time.perf_counter
-        for handler, inst, operands, slot in plan.steps:
+        for handler, inst, operands, slot in steps:
             outer_child_time, self._child_time = self._child_time, 0.0
             start = clock()
             try:
                 values[slot] = handler(self, inst, [values[i] for i in operands])
-            except ValueError as exc:
+            except _KERNEL_ERRORS as exc:
                 raise self._kernel_error(inst, exc) from None
             elapsed = clock() - start
             record = self.profile.setdefault(inst, [0, 0.0])
             record[0] += 1
             record[1] += elapsed - self._child_time
             self._child_time = outer_child_time + elapsed
-        return values[plan.root_slot]
 
     @staticmethod
     def _kernel_error(inst: Instruction, exc: Exception) -> HloError:
@@ -551,7 +744,10 @@ class Evaluator:
 
     @_handles("select")
     def _h_select(self, inst, ops):
-        return elementwise.select(*ops)
+        pred, on_true, on_false = ops
+        if pred.dtype == np.bool_ and on_true.dtype == on_false.dtype and on_true.dtype.kind != "V":
+            return _as_array(np.where(pred, on_true, on_false))
+        return elementwise.select(pred, on_true, on_false)
 
     @_handles("clamp")
     def _h_clamp(self, inst, ops):
@@ -592,6 +788,10 @@ class Evaluator:
         expanded = [1] * len(out_dims)
         for i, d in enumerate(dims):
             expanded[d] = x.shape[i]
+            # (XLA's verifier wants equal sizes; a size-1 dim is expanded like BroadcastInDim does)
+            if x.shape[i] != out_dims[d] and x.shape[i] != 1:
+                raise ValueError(f"operand dimension {i} (size {x.shape[i]}) maps to result dimension {d} "
+                                 f"of size {out_dims[d]}")
         return broadcast_view(x.reshape(expanded), out_dims)
 
     @_handles("reshape")
@@ -666,13 +866,14 @@ class Evaluator:
 
     @_handles("gather")
     def _h_gather(self, inst, ops):
-        return indexing.gather(ops[0], ops[1], GatherDims.of(inst), tuple(inst.attrs["slice_sizes"]),
-                               tuple(inst.shape.dims))
+        return indexing.gather(ops[0], ops[1], self._plans.attribute(inst, GatherDims.of),
+                               tuple(inst.attrs["slice_sizes"]), tuple(inst.shape.dims))
 
     @_handles("scatter")
     def _h_scatter(self, inst, ops):
         n = (len(ops) - 1) // 2
-        results = indexing.scatter(list(ops[:n]), ops[n], list(ops[n + 1:]), ScatterDims.of(inst),
+        results = indexing.scatter(list(ops[:n]), ops[n], list(ops[n + 1:]),
+                                   self._plans.attribute(inst, ScatterDims.of),
                                    self.combiner(inst.attrs["to_apply"]),
                                    inst.attrs.get("indices_are_sorted", False),
                                    inst.attrs.get("unique_indices", False))
@@ -683,11 +884,11 @@ class Evaluator:
     @_handles("dot")
     def _h_dot(self, inst, ops):
         lhs, rhs = ops
-        dims = DotDims.of(inst)
+        dims = self._plans.attribute(inst, DotDims.of)
         if lhs.dtype == rhs.dtype == inst.shape.element_type.dtype and lhs.dtype in _IEEE_FLOATS:
             product = _matmul_form(lhs, rhs, dims)
             if product is not None:
-                return product
+                return _as_array(product)
         return linear.dot_general(lhs, rhs, dims, inst.shape.element_type)
 
     @_handles("ragged-dot")
@@ -713,8 +914,12 @@ class Evaluator:
     @_handles("reduce")
     def _h_reduce(self, inst, ops):
         n = len(ops) // 2
-        results = windows.reduce(ops[:n], ops[n:], inst.attrs["dimensions"],
-                                 self.combiner(inst.attrs["to_apply"]))
+        combiner = self.combiner(inst.attrs["to_apply"])
+        if n == 1 and combiner.ufunc is not None:
+            total = _ufunc_reduce(ops[0], ops[1], tuple(inst.attrs["dimensions"]), combiner.ufunc)
+            if total is not None:
+                return total
+        results = windows.reduce(ops[:n], ops[n:], inst.attrs["dimensions"], combiner)
         return _as_tuple_if(inst.shape, results)
 
     @_handles("reduce-window")
@@ -870,12 +1075,12 @@ class Evaluator:
         if not self.infeed:
             raise error(f"{inst.opcode} %{inst.name}: the infeed queue is empty (it needs a value of "
                         f"shape {shape})", inst.loc)
-        value = self.infeed.popleft()
         from .values_io import to_storage
-        try:
-            return to_storage(value, shape)
-        except ValueError as exc:
-            raise error(f"{inst.opcode} %{inst.name}: infeed value does not fit: {exc}", inst.loc) from None
+        value = to_storage(self.infeed.popleft(), shape)
+        if not value_matches(value, shape):
+            raise error(f"{inst.opcode} %{inst.name}: the next infeed value is {describe_value(value)}, "
+                        f"expected {shape.without_layout()}", inst.loc)
+        return value
 
     @_handles("outfeed")
     def _h_outfeed(self, inst, ops):
@@ -1028,6 +1233,43 @@ def _is_elided(lit) -> bool:
     return lit.elided
 
 
+_REDUCIBLE = {
+    np.add: _IEEE_FLOATS | _NATIVE_INTS, np.multiply: _IEEE_FLOATS | _NATIVE_INTS,
+    np.maximum: _REAL_FLOATS | _NATIVE_INTS, np.minimum: _REAL_FLOATS | _NATIVE_INTS,
+    np.bitwise_and: _NATIVE_INTS | {np.dtype(np.bool_)}, np.bitwise_or: _NATIVE_INTS | {np.dtype(np.bool_)},
+    np.bitwise_xor: _NATIVE_INTS | {np.dtype(np.bool_)},
+}
+
+
+def _ufunc_reduce(x: np.ndarray, init: np.ndarray, dims: tuple[int, ...], ufunc: np.ufunc
+                  ) -> Optional[np.ndarray]:
+    """reduce(x, init) with a computation that is `ufunc`, as one numpy reduction, for
+    the dtypes where numpy computes exactly what XLA does; None where it does not apply."""
+    if x.dtype != init.dtype or x.dtype not in _REDUCIBLE.get(ufunc, ()) or x.size == 0 or init.ndim:
+        return None
+    total = _as_array(ufunc.reduce(x, axis=dims, dtype=x.dtype))  # (numpy would widen small ints)
+    if x.dtype in _REAL_FLOATS and ufunc in (np.maximum, np.minimum):
+        total = _signed_zero_extremum(x, dims, total, ufunc is np.maximum)
+        if init == (-np.inf if ufunc is np.maximum else np.inf):
+            return total  # the identity: max(-inf, t) = t, NaN and signed zeros included
+        return _FAST_FLOAT_BINARY["maximum" if ufunc is np.maximum else "minimum"](
+            broadcast_view(init.reshape((1,) * total.ndim), total.shape), total)
+    return _as_array(ufunc(init, total))
+
+
+def _signed_zero_extremum(x: np.ndarray, dims, total: np.ndarray, is_max: bool) -> np.ndarray:
+    """Fix the sign of zero maxima/minima: +0 beats -0 in a maximum, -0 in a minimum."""
+    zero = total == 0
+    if not zero.any():
+        return total
+    sign = np.signbit(x)
+    wanted = ~sign if is_max else sign
+    found = np.logical_or.reduce((x == 0) & wanted, axis=dims)
+    signed_zero = x.dtype.type(0.0) if is_max else x.dtype.type(-0.0)
+    other_zero = -signed_zero
+    return np.where(zero, np.where(found, signed_zero, other_zero), total)
+
+
 def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np.ndarray]:
     """The dot as one np.matmul when its dimension numbers are a (batched) matrix
     product up to a swap of the last two axes of an operand; else None.
@@ -1040,7 +1282,7 @@ def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np
             or len(dims.rhs_contracting) != 1):
         return None
     lc, rc = dims.lhs_contracting[0], dims.rhs_contracting[0]
-    if b == 0 and lhs.ndim == 1 and rhs.ndim <= 2 and lc == 0:
+    if b == 0 and lc == lhs.ndim - 1 and rhs.ndim <= 2:  # [..., k] @ [k, n]: matmul broadcasts
         return np.matmul(lhs, rhs if rc == 0 or rhs.ndim == 1 else rhs.T)
     if lhs.ndim != b + 2 or rhs.ndim not in (b + 1, b + 2):
         return None
@@ -1060,11 +1302,9 @@ def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np
 def broadcast_view(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
     """np.broadcast_to(x, dims) for x of the same rank, as a read-only zero-stride view
     built directly (np.broadcast_to costs several microseconds)."""
-    if x.shape == tuple(dims):
-        return x
     if not x.flags.c_contiguous:
         return np.broadcast_to(x, dims)
-    strides = tuple(0 if n == 1 else st for n, st in zip(x.shape, x.strides))
+    strides = [0 if n == 1 else st for n, st in zip(x.shape, x.strides)]
     view = np.ndarray(dims, x.dtype, buffer=x, strides=strides)
     view.flags.writeable = False
     return view

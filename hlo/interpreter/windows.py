@@ -30,37 +30,8 @@ from .combiner import Combiner
 
 from ..attributes import Window, WindowDim  # noqa: E402  (shared with the IR)
 
-def dilated_size(n: int, dilation: int) -> int:
-    """Length of `n` elements spread `dilation` apart (0 stays 0)."""
-    return 0 if n == 0 else (n - 1) * dilation + 1
-
-
-def _check_window_dim(k: int, wd: WindowDim) -> None:
-    if wd.size <= 0:
-        raise ValueError(f"window dimension {k}: size must be positive, got {wd.size}")
-    if wd.stride <= 0:
-        raise ValueError(f"window dimension {k}: stride must be positive, got {wd.stride}")
-    if wd.base_dilation < 1 or wd.window_dilation < 1:
-        raise ValueError(f"window dimension {k}: dilations must be >= 1, got "
-                         f"lhs_dilate={wd.base_dilation} rhs_dilate={wd.window_dilation}")
-
-
-def window_output_dims(input_dims: Sequence[int], window: Window) -> tuple[int, ...]:
-    """Output dims of sliding `window` over an input of `input_dims` (XLA's
-    InferWindowOutputShape); ValueError for an invalid window."""
-    if len(window.dims) != len(input_dims):
-        raise ValueError(f"window has {len(window.dims)} dimensions but the operand has "
-                         f"{len(input_dims)}")
-    out = []
-    for k, (n, wd) in enumerate(zip(input_dims, window.dims)):
-        _check_window_dim(k, wd)
-        base = wd.padding_low + dilated_size(n, wd.base_dilation) + wd.padding_high
-        if base < 0:
-            raise ValueError(f"window dimension {k}: padding {wd.padding_low}_{wd.padding_high} "
-                             f"removes more than the {n} (dilated) input elements")
-        win = dilated_size(wd.size, wd.window_dilation)
-        out.append(0 if win > base else (base - win) // wd.stride + 1)
-    return tuple(out)
+# The window arithmetic is shape inference; the kernels share it.
+from ..shape_inference import dilated_size, window_output_dims  # noqa: E402,F401
 
 
 def window_padding_config(window: Window) -> tuple[tuple[int, int, int], ...]:

@@ -17,7 +17,6 @@ replace, and the default layout unless they replace an instruction (then its sha
 """
 from __future__ import annotations
 
-from typing import Optional
 
 import numpy as np
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..attributes import DotDims
 from ..interpreter.elementwise import compare as compare_kernel
 from ..ir import Computation, Instruction
-from ..shapes import PrimitiveType, Shape, TypeKind
+from ..shapes import PrimitiveType, Shape
 
 # =========================================================================== facts about values
 
@@ -35,7 +35,8 @@ def user_count(inst: Instruction) -> int:
 
 def splat_value(inst: Instruction):
     """The single value of a constant (possibly behind broadcasts) whose elements are all
-    equal, as a numpy scalar; None otherwise."""
+    bitwise equal (so +0/-0 mixes are not splats, NaN splats are), as a numpy scalar;
+    None otherwise."""
     while inst.opcode == "broadcast":
         inst = inst.operands[0]
     if inst.opcode != "constant":
@@ -45,7 +46,7 @@ def splat_value(inst: Instruction):
         return None
     array = literal.array
     first = array.flat[0]
-    if array.size > 1 and not np.all(array == first):
+    if array.size > 1 and np.full(array.shape, first, dtype=array.dtype).tobytes() != array.tobytes():
         return None
     return first
 
@@ -204,16 +205,13 @@ def init_is_identity(reducer: Optional[tuple[str, bool]], init: Instruction) -> 
 # =========================================================================== shape helpers
 
 
-def dims_of(inst: Instruction) -> tuple[int, ...]:
-    return inst.shape.dims
-
-
-def element_count(inst: Instruction) -> int:
-    return inst.shape.element_count()
-
-
 def is_zero_elements(inst: Instruction) -> bool:
     return inst.shape.is_array and inst.shape.element_count() == 0
+
+
+def broadcast_dims(inst: Instruction) -> tuple[int, ...]:
+    """A broadcast's `dimensions` (the attribute may be omitted for a scalar operand)."""
+    return tuple(inst.attrs.get("dimensions", ()))
 
 
 def inverse_permutation(perm) -> tuple[int, ...]:
@@ -541,7 +539,10 @@ def compare_constants(ctx, inst):
     va, vb = splat_value(a), splat_value(b)
     if va is None or vb is None or a.shape.element_type != b.shape.element_type:
         return None
-    result = compare_kernel(np.asarray(va), np.asarray(vb), inst.attrs["direction"], inst.attrs.get("type"))
+    try:
+        result = compare_kernel(np.asarray(va), np.asarray(vb), inst.attrs["direction"], inst.attrs.get("type"))
+    except ValueError:  # e.g. an ordering compare of complex values: not ours to diagnose
+        return None
     return ctx.splat(bool(result), inst.shape)
 
 
@@ -696,7 +697,7 @@ def reshape_of_broadcast(ctx, inst):
     if inner.opcode != "broadcast":
         return None
     x = inner.operands[0]
-    dims = tuple(inner.attrs["dimensions"])
+    dims = tuple(broadcast_dims(inner))
     if list(dims) != sorted(dims):
         return None
     new_dims = map_dims_through_reshape(inner.shape.dims, inst.shape.dims, dims)
@@ -749,7 +750,7 @@ def transpose_of_broadcast(ctx, inst):
     inner = inst.operands[0]
     if inner.opcode != "broadcast":
         return None
-    dims = tuple(inner.attrs["dimensions"])
+    dims = tuple(broadcast_dims(inner))
     if list(dims) != sorted(dims):
         return None
     inv = inverse_permutation(inst.attrs["dimensions"])
@@ -763,7 +764,7 @@ def broadcast_as_reshape(ctx, inst):
     """broadcast(X) adding no elements -> reshape(X) (sorted dimensions) or transpose(X)
     (same rank, unsorted dimensions)."""
     x = inst.operands[0]
-    dims = tuple(inst.attrs["dimensions"])
+    dims = tuple(broadcast_dims(inst))
     if inst.shape.element_count() != x.shape.element_count():
         return None
     if list(dims) == sorted(dims):
@@ -780,8 +781,8 @@ def broadcast_of_broadcast(ctx, inst):
     inner = inst.operands[0]
     if inner.opcode != "broadcast":
         return None
-    outer = inst.attrs["dimensions"]
-    dims = tuple(outer[d] for d in inner.attrs["dimensions"])
+    outer = broadcast_dims(inst)
+    dims = tuple(outer[d] for d in broadcast_dims(inner))
     return ctx.add("broadcast", inst.shape, [inner.operands[0]], {"dimensions": dims}, final=True)
 
 
@@ -794,7 +795,7 @@ def broadcast_of_degenerate_reshape(ctx, inst):
     if change is None or change[0]:
         return None
     inserted = set(change[1])
-    dims = tuple(d for i, d in enumerate(inst.attrs["dimensions"]) if i not in inserted)
+    dims = tuple(d for i, d in enumerate(broadcast_dims(inst)) if i not in inserted)
     return ctx.add("broadcast", inst.shape, [inner.operands[0]], {"dimensions": dims}, final=True)
 
 
@@ -803,7 +804,7 @@ def broadcast_of_iota(ctx, inst):
     inner = inst.operands[0]
     if inner.opcode != "iota":
         return None
-    dim = inst.attrs["dimensions"][inner.attrs["iota_dimension"]]
+    dim = broadcast_dims(inst)[inner.attrs["iota_dimension"]]
     return ctx.add("iota", inst.shape, [], {"iota_dimension": dim}, final=True)
 
 
@@ -812,7 +813,7 @@ def broadcast_drop_degenerate_dims(ctx, inst):
     x = inst.operands[0]
     if 1 not in x.shape.dims:
         return None
-    dims = tuple(d for d, n in zip(inst.attrs["dimensions"], x.shape.dims) if n != 1)
+    dims = tuple(d for d, n in zip(broadcast_dims(inst), x.shape.dims) if n != 1)
     return ctx.add("broadcast", inst.shape, [ctx.squeeze(x)], {"dimensions": dims}, final=True)
 
 
@@ -851,7 +852,7 @@ def slice_of_broadcast(ctx, inst):
     if inner.opcode != "broadcast":
         return None
     x = inner.operands[0]
-    dims = inner.attrs["dimensions"]
+    dims = broadcast_dims(inner)
     ranges = tuple(inst.attrs["slice"][d] for d in dims)
     if all(r == (0, n, 1) for r, n in zip(ranges, x.shape.dims)):
         return ctx.add("broadcast", inst.shape, [x], {"dimensions": tuple(dims)}, final=True)
@@ -940,9 +941,9 @@ def reverse_of_broadcast(ctx, inst):
     """reverse(broadcast(X)) over dimensions the broadcast added -> broadcast(X) (the values do
     not vary along them)."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast" or set(inst.attrs["dimensions"]) & set(inner.attrs["dimensions"]):
+    if inner.opcode != "broadcast" or set(inst.attrs["dimensions"]) & set(broadcast_dims(inner)):
         return None
-    return ctx.add("broadcast", inst.shape, [inner.operands[0]], {"dimensions": tuple(inner.attrs["dimensions"])},
+    return ctx.add("broadcast", inst.shape, [inner.operands[0]], {"dimensions": broadcast_dims(inner)},
                    final=True)
 
 
@@ -1288,7 +1289,7 @@ def reduce_of_broadcast(ctx, inst):
     if arg.opcode != "broadcast":
         return None
     x = arg.operands[0]
-    bdims = tuple(arg.attrs["dimensions"])
+    bdims = broadcast_dims(arg)
     rdims = tuple(inst.attrs["dimensions"])
     reducer = scalar_binary_reducer(inst.attrs["to_apply"])
     opcode = reducer[0] if reducer else None

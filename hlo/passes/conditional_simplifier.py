@@ -36,8 +36,7 @@ _CHANNEL_OPCODES = {"send", "send-done", "recv", "recv-done"}
 @register
 class ConditionalSimplifier(Pass):
     name = "conditional-simplifier"
-    description = ("Inline conditionals with a constant predicate or one branch; drop unused result "
-                   "elements and unused branch-parameter elements.")
+    description = "Inline conditionals whose branch is known; drop unused results and branch-parameter elements."
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

@@ -9,8 +9,10 @@ value and a constant replaces the instruction. Not folded:
   instructions with a tuple result;
 * broadcasts and iotas (they would materialise large constants; a broadcast of a
   constant is "simpler" kept as such), fft and while (slow to evaluate);
-* rng, after-all and side-effecting instructions, or ones calling computations
-  that contain such instructions; instructions with control dependencies;
+* rng, after-all and side-effecting instructions, collectives and asynchronous
+  ops (their values depend on other devices or threads), or instructions calling
+  computations that contain such instructions; instructions with control
+  dependencies; dynamic-shaped results;
 * results or operands larger than MAX_FOLD_ELEMENTS elements (XLA allows 45M;
   a Python interpreter wants a smaller bound);
 * elided constants (`{...}`) and anything the interpreter fails on: left alone.
@@ -26,6 +28,7 @@ import numpy as np
 
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
+from ..opcodes import OPCODES, Category
 from ..shapes import Shape
 from .dce import has_side_effect
 from .pass_manager import Pass, register
@@ -87,6 +90,8 @@ def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
             value = evaluate_cone([inst])[0]
         except EvaluationError:
             continue
+        if np.shape(value) != tuple(inst.shape.dims):
+            continue  # not what the instruction promises: leave it to the checker/interpreter
         constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
         _replace_and_remove_dead(inst, constant)
         changed = True
@@ -113,8 +118,16 @@ def _all_operands_constant_like(inst: Instruction) -> bool:
     return True
 
 
+def _evaluable_here(inst: Instruction) -> bool:
+    """False for ops whose value depends on the device, other devices or other threads."""
+    info = OPCODES.get(inst.opcode)
+    return info is not None and info.category not in (Category.COLLECTIVE, Category.ASYNC)
+
+
 def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
-    if inst.opcode in _NOT_FOLDED or inst.shape is None or not inst.shape.is_array:
+    if inst.opcode in _NOT_FOLDED or inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
+        return False
+    if not _evaluable_here(inst):
         return False
     if has_side_effect(inst) or inst.control_predecessors or _is_control_predecessor(inst):
         return False
@@ -138,7 +151,7 @@ def _callee_foldable(comp: Computation, cache: dict[int, bool]) -> bool:
     if id(comp) not in cache:
         cache[id(comp)] = True  # provisional, for recursive references
         cache[id(comp)] = all(
-            i.opcode not in _ILLEGAL_INSIDE and not has_side_effect(i)
+            i.opcode not in _ILLEGAL_INSIDE and _evaluable_here(i) and not has_side_effect(i)
             and all(_callee_foldable(c, cache) for c in i.called_computations())
             for i in comp.instructions)
     return cache[id(comp)]

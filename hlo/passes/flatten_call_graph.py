@@ -37,9 +37,9 @@ def clone_name(name: str, names: NameUniquer) -> str:
     return names.unique(_CLONE_SUFFIX.sub("", name) + ".clone")
 
 
-def clone_computation(comp: Computation, names: NameUniquer,
-                      module: Optional[Module] = None) -> tuple[Computation, dict[int, Instruction]]:
-    """A copy of `comp` (same callees) with fresh names, inserted into `module` just before `comp`.
+def clone_computation(comp: Computation, names: NameUniquer, module: Optional[Module] = None,
+                      after: Optional[Computation] = None) -> tuple[Computation, dict[int, Instruction]]:
+    """A copy of `comp` (same callees) with fresh names, added to `module` right after `after` (or `comp`).
 
     Returns the copy and the map from id(original instruction) to its copy.
     """
@@ -57,8 +57,16 @@ def clone_computation(comp: Computation, names: NameUniquer,
     copy.instructions = [mapping[id(i)] for i in comp.instructions]
     copy.root = mapping[id(comp.root)] if comp.root is not None else None
     if module is not None:
-        module.add_computation(copy, before=comp if comp in module.computations else None)
+        add_after(module, copy, after or comp)
     return copy, mapping
+
+
+def add_after(module: Module, comp: Computation, anchor: Computation) -> None:
+    """Add `comp` right after `anchor`: after anchor's callees, before its callers."""
+    index = next((i for i, c in enumerate(module.computations) if c is anchor), None)
+    following = module.computations[index + 1] if index is not None and index + 1 < len(module.computations) \
+        else None
+    module.add_computation(comp, before=following)
 
 
 def control_flow_sites(module: Module) -> dict[int, list[tuple[Instruction, str, Optional[int]]]]:
@@ -120,11 +128,10 @@ class FlattenCallGraph(Pass):
 def flatten_node(module: Module, comp: Computation, names: NameUniquer) -> bool:
     sites = control_flow_sites(module).get(id(comp), [])
     keep_first = id(comp) not in embedded_callees(module)
-    changed = False
+    last = comp
     for n, (inst, attr, index) in enumerate(sites):
         if n == 0 and keep_first:
             continue
-        copy, _ = clone_computation(comp, names, module)
-        set_callee(inst, attr, index, copy)
-        changed = True
-    return changed
+        last, _ = clone_computation(comp, names, module, after=last)
+        set_callee(inst, attr, index, last)
+    return last is not comp

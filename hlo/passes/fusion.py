@@ -281,6 +281,7 @@ class ComputationFuser:
                         self._drop_computation(fused_body(producer))
                 break
         for body in self.bodies:
+            _parameters_first(body)
             self._name_parameters(body)
         return changed
 
@@ -320,7 +321,7 @@ class ComputationFuser:
             return is_effective_scalar(inst)
         return is_loop_fusible(inst) or inst.opcode in OUTPUT_HEROES or inst.opcode == "reduce-window"
 
-    def should_fuse(self, consumer: Instruction, index: int) -> bool:
+    def should_fuse(self, consumer: Instruction, index: int, may_duplicate_expensive: bool = False) -> bool:
         producer = consumer.operands[index]
         if not self._can_produce(producer) or not self._can_consume(consumer):
             return False
@@ -336,7 +337,8 @@ class ComputationFuser:
         if _count(consumed, OUTPUT_HEROES) and _count(produced, REDUCTION_HEROES):
             return False
         duplicates = any(user is not consumer for user in producer.users)
-        if duplicates and is_expensive(producer) and not is_always_duplicable(producer):
+        if duplicates and is_expensive(producer) and not is_always_duplicable(producer) \
+                and not may_duplicate_expensive:
             return False
         if is_expensive(producer) and reuses_operand_elements(consumer, index):
             return False
@@ -374,7 +376,9 @@ class ComputationFuser:
             operand_size = sum(_elements(op.shape) for op in {id(o): o for o in producer.operands}.values())
             if operand_size <= _elements(producer.shape):
                 continue
-            if all(self.should_fuse(user, user.operands.index(producer)) for user in producer.users):
+            # Duplication is judged when fusing; here only: could every user take it?
+            if all(self.should_fuse(user, user.operands.index(producer), may_duplicate_expensive=True)
+                   for user in producer.users):
                 continue
             unfusible.add(id(producer))
         return unfusible
@@ -392,10 +396,9 @@ class ComputationFuser:
         before = self._first_user(body, targets)
         result = self._clone_into(producer, fusion, before, rename=duplicated)
         for param in targets:
-            param.replace_all_uses_with(result)
+            _replace_uses(param, result)
         self._drop_operands(fusion, slots)
         fusion.attrs["kind"] = fusion_kind(body)
-        _parameters_first(body)
         return fusion
 
     def _wrap(self, consumer: Instruction) -> Instruction:
@@ -477,6 +480,16 @@ class ComputationFuser:
         """XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
         for param in body.parameters:
             param.name = self.names.unique(f"param_{param.attrs['parameter_number']}")
+
+
+def _replace_uses(old: Instruction, new: Instruction) -> None:
+    """Point the users of a fused parameter at `new` (parameters have no control edges)."""
+    for user in list(old.users):
+        for i, op in enumerate(user.operands):
+            if op is old:
+                user.replace_operand(i, new)
+    if old.parent is not None and old.parent.root is old:
+        old.parent.root = new
 
 
 def _parameters_first(body: Computation) -> None:

@@ -1,9 +1,10 @@
 """Named pipelines: pipeline texts hlo-opt runs with --pipeline=NAME.
 
 `default` chains the passes the way an optimising CPU compiler does: inline calls,
-simplify to a fixed point, expand ops the backend does not implement directly,
-canonicalise dots and layouts-free data movement, hoist loop invariants, give
-every called computation a single caller, then fuse and clean up.
+simplify to a fixed point, expand ops the backend does not implement directly
+(batch norm, rng-bit-generator), canonicalise dots, transposes and reshapes, hoist
+loop invariants, simplify again what the expansions exposed, give every called
+computation a single caller, then fuse and clean up.
 
 A pipeline names only passes that are registered when it is built (several passes
 are optional), so `PIPELINES` ({name: text}) and `pipeline_text(name)` are computed

@@ -162,8 +162,10 @@ def prune_candidates(candidates: list[Instruction]) -> list[Instruction]:
 
 def sink_rearranges(comp: Computation, rewriter: Rewriter) -> bool:
     candidates = prune_candidates([i for i in comp.instructions if is_candidate(i)])
-    for inst in candidates:
-        sink_through(inst, rewriter)
+    moved = [sink_through(inst, rewriter) for inst in candidates]
+    # Only now: bypassing a rearrange earlier could take the anchor away from a later candidate.
+    for outer in moved:
+        cancel_inverse_users(outer)
     return bool(candidates)
 
 
@@ -182,10 +184,14 @@ def sink_through(inst: Instruction, rewriter: Rewriter) -> Instruction:
     attrs = {"dimensions": tuple(anchor.attrs["dimensions"])} if anchor.opcode == "transpose" else {}
     outer = rewriter.add(comp, anchor.opcode, inst.shape, [inner], attrs, before=inst, like=inst)
     replace(inst, outer)
-    for user in list(outer.users):
-        if undoes(user, outer):
-            replace(user, inner)
     return outer
+
+
+def cancel_inverse_users(rearrange: Instruction) -> None:
+    """Users that rearrange `rearrange` straight back use its operand instead."""
+    for user in list(rearrange.users):
+        if undoes(user, rearrange):
+            replace(user, rearrange.operands[0])
 
 
 def undoes(user: Instruction, rearrange: Instruction) -> bool:

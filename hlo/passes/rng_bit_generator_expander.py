@@ -142,7 +142,7 @@ class Emitter:
         et = PRED if opcode == "compare" else a.shape.element_type
         return self.add(opcode, Shape.array(et, dims), [a, b], attrs)
 
-    def add_(self, a, b):
+    def plus(self, a, b):
         return self.binary("add", a, b)
 
     def xor(self, a, b):
@@ -237,15 +237,15 @@ def threefry2x32(e: Emitter, key: tuple[Instruction, Instruction], x0: Instructi
     """Threefry-2x32, 20 rounds, on word arrays x0, x1 under scalar key words."""
     k0, k1 = key
     ks = (k0, k1, e.xor(e.xor(e.constant(_THREEFRY_PARITY, U32), k0), k1))
-    x0, x1 = e.add_(x0, ks[0]), e.add_(x1, ks[1])
+    x0, x1 = e.plus(x0, ks[0]), e.plus(x1, ks[1])
     for group in range(1, 6):
         for rotation in _THREEFRY_ROTATIONS[(group - 1) % 2]:
-            x0 = e.add_(x0, x1)
+            x0 = e.plus(x0, x1)
             rotated = e.binary("or", e.shift_left(x1, rotation), e.shift_right(x1, 32 - rotation))
             x1 = e.xor(x0, rotated)
         # Key injection; the round number is added to the scalar key word (same bits mod 2^32).
-        x0 = e.add_(x0, ks[group % 3])
-        x1 = e.add_(x1, e.add_(ks[(group + 1) % 3], e.constant(group, U32)))
+        x0 = e.plus(x0, ks[group % 3])
+        x1 = e.plus(x1, e.plus(ks[(group + 1) % 3], e.constant(group, U32)))
     return x0, x1
 
 
@@ -259,7 +259,7 @@ def threefry_counters(e: Emitter, counter: Instruction, dims: tuple[int, ...]) -
         index = e.iota(U64, dims, i)
         if stride != 1:
             index = e.binary("multiply", index, e.constant(stride, U64))
-        value = e.add_(value, index)
+        value = e.plus(value, index)
         stride *= dims[i]
     return value
 
@@ -281,7 +281,7 @@ def threefry_bits_32(e: Emitter, key: Instruction, counter: Instruction, dims: t
     if not dims:
         x0, x1 = e.split_u64(counter)
         y0, _ = threefry2x32(e, _key_words(e, key), x0, x1)
-        return y0, e.add_(counter, e.constant(1, U64))
+        return y0, e.plus(counter, e.constant(1, U64))
     axis = threefry_split_dim(dims)
     half = dims[:axis] + ((dims[axis] + 1) // 2, 1) + dims[axis + 1:]
     x0, x1 = e.split_u64(threefry_counters(e, counter, half))
@@ -291,14 +291,14 @@ def threefry_bits_32(e: Emitter, key: Instruction, counter: Instruction, dims: t
     words = e.reshape(pairs, even)
     if even != dims:
         words = e.slice(words, [(0, d) for d in dims])
-    return words, e.add_(counter, e.constant(int(np.prod(half)), U64))
+    return words, e.plus(counter, e.constant(int(np.prod(half)), U64))
 
 
 def threefry_bits_64(e: Emitter, key: Instruction, counter: Instruction, dims: tuple[int, ...]):
     """(u64 values of dims, new counter)."""
     x0, x1 = e.split_u64(threefry_counters(e, counter, dims))
     y0, y1 = threefry2x32(e, _key_words(e, key), x0, x1)
-    return e.join_u32(y0, y1), e.add_(counter, e.constant(int(np.prod(dims, dtype=np.int64)), U64))
+    return e.join_u32(y0, y1), e.plus(counter, e.constant(int(np.prod(dims, dtype=np.int64)), U64))
 
 
 # --------------------------------------------------------------------------- philox
@@ -309,8 +309,8 @@ def philox4x32(e: Emitter, key: tuple[Instruction, Instruction], x: list[Instruc
     x0, x1, x2, x3 = x
     for round_ in range(_PHILOX_ROUNDS):
         if round_:
-            k0 = e.add_(k0, e.constant(_PHILOX_W32A, U32))
-            k1 = e.add_(k1, e.constant(_PHILOX_W32B, U32))
+            k0 = e.plus(k0, e.constant(_PHILOX_W32A, U32))
+            k1 = e.plus(k1, e.constant(_PHILOX_W32B, U32))
         lo0, hi0 = e.split_u64(e.binary("multiply", e.convert(x0, U64), e.constant(_PHILOX_M4X32A, U64)))
         lo1, hi1 = e.split_u64(e.binary("multiply", e.convert(x2, U64), e.constant(_PHILOX_M4X32B, U64)))
         x0, x1, x2, x3 = e.xor(e.xor(hi1, x1), k0), lo1, e.xor(e.xor(hi0, x3), k1), lo0
@@ -319,10 +319,10 @@ def philox4x32(e: Emitter, key: tuple[Instruction, Instruction], x: list[Instruc
 
 def _add_u128(e: Emitter, low: Instruction, high: Instruction, delta: Instruction):
     """(low + delta, high + carry) on u64 words; delta may be an array."""
-    new_low = e.add_(low, delta)
+    new_low = e.plus(low, delta)
     carry = e.binary("compare", new_low, low, {"direction": "LT"})
     new_high = e.add("select", Shape.array(U64, new_low.shape.dims),
-                     [carry, e.broadcast(e.add_(high, e.constant(1, U64)), new_low.shape.dims),
+                     [carry, e.broadcast(e.plus(high, e.constant(1, U64)), new_low.shape.dims),
                       e.broadcast(high, new_low.shape.dims)])
     return new_low, new_high
 

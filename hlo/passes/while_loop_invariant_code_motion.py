@@ -5,7 +5,7 @@ root is a tuple, the elements the body passes through unchanged
 (`root.operand(i) = gte(param, i)`) are invariant. A body instruction without
 side effects or control dependencies whose operands are all invariant (those
 elements, constants, or instructions already found invariant) is invariant too.
-Invariant instructions are copied before the loop, their values are passed in as
+Invariant array-shaped instructions are copied before the loop, their values are passed in as
 new loop-carried elements, and the body reads them from there.
 
 Not hoisted on their own (only along with a user that is worth it, as in XLA):
@@ -19,11 +19,11 @@ After hoisting, dead code is removed and tuples are simplified, as in XLA.
 from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
-from .dce import has_side_effect, remove_dead_instructions
+from .dce import remove_dead_instructions
 from .pass_manager import Pass, register
 from .rewrite import Rewriter
 from .tuple_simplifier import simplify_tuples
-from .while_loop_simplifier import known_trip_count, rebuild_while
+from .while_loop_simplifier import has_side_effect, known_trip_count, rebuild_while
 
 _NOT_WORTH_HOISTING_ALONE = {"constant", "reshape", "bitcast", "broadcast", "iota", "reverse", "slice",
                              "transpose", "tuple"}

@@ -31,7 +31,7 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from .call_inliner import inline_call
 from .constant_folding import EvaluationError, evaluate_cone, literal_value
-from .dce import has_side_effect
+from .dce import has_side_effect as _has_own_side_effect
 from .flatten_call_graph import clone_name
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace
@@ -61,6 +61,11 @@ class WhileLoopSimplifier(Pass):
 def _removable(inst: Instruction) -> bool:
     return not inst.control_predecessors and not any(inst in i.control_predecessors
                                                      for i in inst.parent.instructions)
+
+
+def has_side_effect(inst: Instruction) -> bool:
+    """A side effect in the instruction or anywhere in the computations it calls (fusions, maps ...)."""
+    return _has_own_side_effect(inst) or any(computation_has_side_effect(c) for c in inst.called_computations())
 
 
 def computation_has_side_effect(comp: Computation) -> bool:
@@ -129,7 +134,7 @@ def _read_indices(target: Instruction, param: Instruction) -> Optional[set[int]]
         if id(inst) in seen:
             continue
         seen.add(id(inst))
-        if inst is param or has_side_effect(inst) or inst.opcode in ("rng", "rng-bit-generator"):
+        if inst is param or has_side_effect(inst):
             return None
         if inst.opcode == "get-tuple-element" and inst.operands[0] is param:
             out.add(inst.attrs["index"])
@@ -388,7 +393,9 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
     if is_body:
         old_root = comp.root
         elements = [mapping[id(old_root.operands[i])] for i in root_keep] + extras
-        copy.root = rewriter.add(copy, "tuple", new_shape, elements, name=old_root.name, like=old_root)
+        root = Instruction(clone_name(old_root.name, names), "tuple", new_shape, elements, loc=old_root.loc)
+        root.metadata = old_root.metadata
+        copy.root = copy.add(root)
     else:
         copy.root = mapping[id(comp.root)]
     return copy, mapping

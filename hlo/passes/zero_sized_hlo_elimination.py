@@ -2,8 +2,8 @@
 
 As XLA's ZeroSizedHloElimination: an instruction whose result is a static array
 with a zero-sized dimension holds no data, so an (empty) constant of the same
-shape can stand for it. Side-effecting instructions and constants are left as
-they are; a parameter stays (it is part of the signature) but its users read
+shape can stand for it. Side-effecting instructions, constants and dead
+instructions (dce removes those) are left as they are; a parameter stays (it is part of the signature) but its users read
 the constant instead. Fusion computations are left alone, as in XLA.
 """
 from __future__ import annotations
@@ -32,6 +32,13 @@ class ZeroSizedHloElimination(Pass):
         return changed
 
 
+def _after(inst: Instruction):
+    """The instruction following `inst` in text order (None: it is the last)."""
+    instructions = inst.parent.instructions
+    index = instructions.index(inst)
+    return instructions[index + 1] if index + 1 < len(instructions) else None
+
+
 def is_zero_element_array(inst: Instruction) -> bool:
     shape = inst.shape
     return (shape is not None and shape.is_array and not shape.is_dynamic
@@ -47,10 +54,17 @@ def eliminate_zero_sized(comp: Computation, rewriter: Rewriter) -> bool:
             continue
         if any(inst in other.control_predecessors for other in comp.instructions):
             continue
-        if inst.opcode == "parameter" and not inst.users and inst is not comp.root:
-            continue  # nothing reads it: nothing to replace
+        if not inst.users and inst is not comp.root:
+            continue  # nothing reads it: dce's business
         empty = np.zeros(inst.shape.dims, dtype=inst.shape.element_type.dtype)
-        constant = rewriter.constant(comp, empty, inst.shape, before=inst, like=inst)
+        constant = rewriter.constant(comp, empty, inst.shape, before=_after(inst), like=inst)
         replace(inst, constant)
         changed = True
     return changed
+
+
+def _after(inst: Instruction):
+    """The instruction following `inst` in text order (None: it is the last)."""
+    instructions = inst.parent.instructions
+    index = instructions.index(inst)
+    return instructions[index + 1] if index + 1 < len(instructions) else None

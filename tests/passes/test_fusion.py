@@ -1,6 +1,5 @@
 """fusion: loop, reduction (kInput) and output (kOutput) fusion, duplication rules, semantics."""
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -111,6 +111,30 @@ ENTRY e {
 """
 
 
+def test_a_moved_transpose_meets_its_inverse_in_the_next_candidate():
+    # `a` and `m` move in the same round; `back` must not be bypassed before `m` has moved.
+    after, _ = optimise("""HloModule m
+ENTRY e {
+  p0 = f32[2,3] parameter(0)
+  p1 = f32[2,3] parameter(1)
+  t0 = f32[3,2] transpose(p0), dimensions={1,0}
+  t1 = f32[3,2] transpose(p1), dimensions={1,0}
+  a = f32[3,2] add(t0, t1)
+  back = f32[2,3] transpose(a), dimensions={1,0}
+  c = f32[2,3] constant({{1,2,3},{4,5,6}})
+  ROOT m = f32[2,3] multiply(back, c)
+}
+""")
+    assert body(after) == """ENTRY %e (p0: f32[2,3], p1: f32[2,3]) -> f32[2,3] {
+  %p0 = f32[2,3]{1,0} parameter(0)
+  %p1 = f32[2,3]{1,0} parameter(1)
+  %a.1 = f32[2,3]{1,0} add(%p0, %p1)
+  %constant.1 = f32[2,3]{1,0} constant({ { 1, 2, 3 }, { 4, 5, 6 } })
+  ROOT %m.2 = f32[2,3]{1,0} multiply(%a.1, %constant.1)
+}
+"""
+
+
 def test_compare_keeps_its_result_type():
     after, _ = optimise("""HloModule m
 ENTRY e {

@@ -1,0 +1,42 @@
+"""Shared helpers of the checker tests: run the checker on a module text and summarise
+its diagnostics as 'line:col: message' strings (notes as 'note line:col: message')."""
+from __future__ import annotations
+
+import pytest
+
+from hlo import HloError, parse_module
+from hlo.checker import check_module
+
+
+def _where(diag) -> str:
+    return f"{diag.loc.line}:{diag.loc.column}" if diag.loc is not None else "-"
+
+
+def summarise(diag) -> list[str]:
+    """['line:col: message', 'note line:col: message', ...] of one diagnostic."""
+    return [f"{_where(diag)}: {diag.message}"] + [f"note {_where(n)}: {n.message}" for n in diag.notes]
+
+
+def diagnostics_of(text: str) -> list:
+    """Every diagnostic the checker reports for `text` (parse errors fail the test)."""
+    module = parse_module(text, "test.hlo")
+    try:
+        check_module(module)
+    except HloError as exc:
+        return exc.diagnostics
+    return []
+
+
+@pytest.fixture
+def check():
+    """check(text) -> the summarised diagnostics (one list of lines per diagnostic)."""
+    return lambda text: [summarise(d) for d in diagnostics_of(text)]
+
+
+@pytest.fixture
+def expect_error():
+    """expect_error(text, lines): the checker reports exactly one error, summarised as `lines`."""
+    def run(text: str, expected: list[str]) -> None:
+        found = [summarise(d) for d in diagnostics_of(text)]
+        assert found == [expected], "\n\n".join("\n".join(d) for d in found)
+    return run

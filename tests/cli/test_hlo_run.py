@@ -1,0 +1,266 @@
+"""hlo-run as a user runs it: inputs, outputs, errors and exit statuses."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hlo_cli.hlo_run import main
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+ADD = """HloModule m
+
+ENTRY e {
+  x = f32[3] parameter(0)
+  y = f32[3] parameter(1)
+  ROOT s = f32[3] add(x, y)
+}
+"""
+
+TUPLE = """HloModule m
+
+ENTRY e {
+  x = s32[2] parameter(0)
+  n = s32[2] negate(x)
+  c = pred[] constant(true)
+  ROOT t = (s32[2], (pred[], s32[2])) tuple(n, (pred[], s32[2]) tuple(c, x))
+}
+"""
+
+
+def invoke(args, stdin=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=stdin)
+
+
+@pytest.fixture
+def add_module(tmp_path):
+    path = tmp_path / "add.hlo"
+    path.write_text(ADD)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.array([1, 2, 3], np.float32), arg1=np.array([10, 20, 30], np.float32))
+    return path, inputs
+
+
+def test_prints_the_result_as_a_literal(add_module):
+    path, inputs = add_module
+    result = invoke([path, "--inputs", inputs])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "f32[3] {11, 22, 33}\n"
+
+
+def test_writes_outputs_flattened_depth_first(tmp_path):
+    path = tmp_path / "t.hlo"
+    path.write_text(TUPLE)
+    out = tmp_path / "out.npz"
+    result = invoke([path, "--input", "arg0=" + str(_npy(tmp_path, "x", np.array([1, -2], np.int32))),
+                     "--output", out, "--no-print"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    with np.load(out) as f:
+        assert sorted(f.files) == ["out0", "out1", "out2"]
+        np.testing.assert_array_equal(f["out0"], [-1, 2])
+        assert f["out1"].dtype == np.bool_ and f["out1"].shape == () and bool(f["out1"])
+        np.testing.assert_array_equal(f["out2"], [1, -2])
+
+
+def _npy(tmp_path, name, array):
+    path = tmp_path / f"{name}.npy"
+    np.save(path, array)
+    return path
+
+
+def test_module_from_stdin_and_input_index_shorthand(tmp_path):
+    x = _npy(tmp_path, "x", np.array([1, 1, 1], np.float32))
+    result = invoke(["-", "--input", f"0={x}", "--input", f"arg1={x}"], stdin=ADD)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "f32[3] {2, 2, 2}\n"
+
+
+def test_shape_mismatch_names_the_parameter_at_its_line(tmp_path, add_module):
+    path, _ = add_module
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, arg0=np.zeros(3, np.float32), arg1=np.zeros(4, np.float32))
+    result = invoke([path, "--inputs", bad])
+    assert result.exit_code == 1
+    assert f"{path}:5:3: error:" in result.stderr
+    assert "parameter 1 (%y)" in result.stderr and "expected f32[3], given f32[4]" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_dtype_mismatch_is_reported(tmp_path, add_module):
+    path, _ = add_module
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, arg0=np.zeros(3, np.float64), arg1=np.zeros(3, np.float32))
+    result = invoke([path, "--inputs", bad])
+    assert result.exit_code == 1
+    assert "parameter 0 (%x)" in result.stderr and "given f64[3]" in result.stderr
+
+
+def test_missing_and_unknown_inputs(tmp_path, add_module):
+    path, _ = add_module
+    partial = tmp_path / "partial.npz"
+    np.savez(partial, arg0=np.zeros(3, np.float32))
+    result = invoke([path, "--inputs", partial])
+    assert result.exit_code == 1
+    assert "no input for parameter 1 (%y)" in result.stderr and f"{path}:5:3" in result.stderr
+    extra = tmp_path / "extra.npz"
+    np.savez(extra, arg0=np.zeros(3, np.float32), arg1=np.zeros(3, np.float32), arg2=np.zeros(1))
+    result = invoke([path, "--inputs", extra])
+    assert result.exit_code == 1
+    assert "input 'arg2' matches no parameter" in result.stderr
+
+
+def test_random_inputs_are_seeded(add_module):
+    path, _ = add_module
+    first = invoke([path, "--random-inputs", "--seed", "3"])
+    second = invoke([path, "--random-inputs", "--seed", "3"])
+    assert first.exit_code == 0, first.output
+    assert first.stdout == second.stdout and first.stdout.startswith("f32[3] {")
+
+
+def test_refuses_to_overwrite_an_input(add_module):
+    path, inputs = add_module
+    before = inputs.read_bytes()
+    result = invoke([path, "--inputs", inputs, "--output", inputs])
+    assert result.exit_code == 1
+    assert "refusing to overwrite" in result.stderr
+    assert inputs.read_bytes() == before
+
+
+def test_bf16_travels_as_raw_bits(tmp_path):
+    path = tmp_path / "bf.hlo"
+    path.write_text("""HloModule m
+
+ENTRY e {
+  x = bf16[2] parameter(0)
+  ROOT n = bf16[2] negate(x)
+}
+""")
+    x = _npy(tmp_path, "x", np.array([0x3F80, 0x4040], np.uint16))  # 1.0, 3.0
+    out = tmp_path / "out.npz"
+    result = invoke([path, "--input", f"arg0={x}", "-o", out])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "bf16[2] {-1, -3}\n"
+    with np.load(out) as f:
+        assert f["out0"].dtype == np.uint16
+        np.testing.assert_array_equal(f["out0"], [0xBF80, 0xC040])
+
+
+def test_corpus_case_end_to_end(tmp_path):
+    out = tmp_path / "out.npz"
+    result = invoke([DATA / "mlp_forward.hlo", "--inputs", DATA / "mlp_forward.inputs.npz", "-o", out,
+                     "--no-print"])
+    assert result.exit_code == 0, result.output
+    with np.load(out) as got, np.load(DATA / "mlp_forward.expected.npz") as expected:
+        np.testing.assert_allclose(got["out0"], expected["out0"], rtol=1e-5, atol=1e-5)
+
+
+def test_time_and_profile_report_on_stderr(add_module):
+    path, inputs = add_module
+    result = invoke([path, "--inputs", inputs, "--time", "3", "--profile", "--no-print"])
+    assert result.exit_code == 0, result.output
+    assert "median" in result.stderr and "over 3 run(s)" in result.stderr
+    assert "profile:" in result.stderr and "%s" in result.stderr
+
+
+def test_backends(add_module):
+    path, inputs = add_module
+    assert invoke([path, "--inputs", inputs, "--backend", "interpreter"]).exit_code == 0
+    cpu = invoke([path, "--inputs", inputs, "--backend", "cpu"])
+    assert cpu.exit_code == 1 and "not available yet" in cpu.stderr
+    other = invoke([path, "--inputs", inputs, "--backend", "tpu"])
+    assert other.exit_code == 1 and "unknown backend 'tpu'" in other.stderr
+
+
+def test_several_devices_use_prefixed_keys(tmp_path):
+    path = tmp_path / "ar.hlo"
+    path.write_text("""HloModule m, replica_count=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  ROOT s = f32[2] all-reduce(x), replica_groups={}, to_apply=add
+}
+""")
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, dev0_arg0=np.array([1, 2], np.float32), dev1_arg0=np.array([10, 20], np.float32))
+    out = tmp_path / "out.npz"
+    result = invoke([path, "--inputs", inputs, "-o", out])
+    assert result.exit_code == 0, result.output
+    assert "device 1 (replica 1, partition 0):" in result.stdout
+    with np.load(out) as f:
+        assert sorted(f.files) == ["dev0_out0", "dev1_out0"]
+        np.testing.assert_array_equal(f["dev1_out0"], [11, 22])
+
+
+def test_infeed_and_outfeed_files(tmp_path):
+    path = tmp_path / "feed.hlo"
+    path.write_text("""HloModule m
+
+ENTRY e {
+  tok = token[] after-all()
+  in = (f32[2], token[]) infeed(tok)
+  x = f32[2] get-tuple-element(in), index=0
+  t = token[] get-tuple-element(in), index=1
+  n = f32[2] negate(x)
+  o = token[] outfeed(n, t), outfeed_shape=f32[2]{0}
+  ROOT r = f32[2] add(x, x)
+}
+""")
+    feed = tmp_path / "feed.npz"
+    np.savez(feed, infeed0=np.array([1, 2], np.float32))
+    outfeed = tmp_path / "outfeed.npz"
+    result = invoke([path, "--infeed", feed, "--outfeed", outfeed])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "f32[2] {2, 4}\n"
+    with np.load(outfeed) as f:
+        np.testing.assert_array_equal(f["outfeed0"], [-1, -2])
+
+
+def test_user_errors_exit_1_without_traceback(tmp_path):
+    missing = invoke([tmp_path / "nope.hlo"])
+    assert missing.exit_code == 1 and "cannot read" in missing.stderr
+    broken = tmp_path / "broken.hlo"
+    broken.write_text("HloModule m\nENTRY e {\n  ROOT x = f32[] bogus()\n}\n")
+    result = invoke([broken])
+    assert result.exit_code == 1 and f"{broken}:3" in result.stderr
+    not_npz = tmp_path / "junk.npz"
+    not_npz.write_text("not a zip")
+    path = tmp_path / "add.hlo"
+    path.write_text(ADD)
+    junk = invoke([path, "--inputs", not_npz])
+    assert junk.exit_code == 1 and "cannot read" in junk.stderr
+    for r in (missing, result, junk):
+        assert "Traceback" not in r.output
+
+
+def test_runtime_error_is_located(tmp_path):
+    path = tmp_path / "cc.hlo"
+    path.write_text("""HloModule m
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  ROOT c = f32[2] custom-call(x), custom_call_target="no_such_target"
+}
+""")
+    result = invoke([path, "--random-inputs"])
+    assert result.exit_code == 1
+    assert f"{path}:5:" in result.stderr and '"no_such_target"' in result.stderr
+
+
+def test_console_script_runs_in_a_subprocess(add_module):
+    path, inputs = add_module
+    proc = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", str(path), "--inputs", str(inputs)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "f32[3] {11, 22, 33}\n"
+    bad = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", str(path)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr

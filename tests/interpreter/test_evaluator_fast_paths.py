@@ -1,0 +1,173 @@
+"""Property tests: the evaluator's numpy fast paths compute exactly what the kernels do."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from hlo.attributes import DotDims
+from hlo.interpreter import elementwise, linear, windows
+from hlo.interpreter.combiner import Combiner
+from hlo.interpreter.evaluator import (_FAST_BINARY, _FAST_FLOAT_BINARY, _matmul_form, _ufunc_reduce,
+                                       bitcast, broadcast_view)
+from hlo.shapes import Layout, Shape, type_of_dtype
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, 3.4e38]
+
+
+def float_arrays(dtype, shape):
+    elements = st.one_of(st.sampled_from(SPECIALS), st.floats(width=np.dtype(dtype).itemsize * 8))
+    return hnp.arrays(dtype, shape, elements=elements)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return a.view({4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bit patterns, except that any NaN matches any NaN."""
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all() and (bits(a)[~nan] == bits(b)[~nan]).all())
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_ieee_maximum_minimum_match_the_kernel(op, dtype, data):
+    x = data.draw(float_arrays(dtype, 7))
+    y = data.draw(float_arrays(dtype, 7))
+    fast = _FAST_FLOAT_BINARY[op](x, y)
+    kernel = elementwise.BINARY[op](x, y, type_of_dtype(np.dtype(dtype)))
+    assert fast.dtype == kernel.dtype and same_values(fast, kernel)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_float_arithmetic_matches_the_kernel(op, data):
+    x = data.draw(float_arrays(np.float32, 6))
+    y = data.draw(float_arrays(np.float32, 6))
+    ufunc, _ = _FAST_BINARY[op]
+    with np.errstate(all="ignore"):
+        fast = ufunc(x, y)
+    assert same_values(fast, elementwise.BINARY[op](x, y, type_of_dtype(x.dtype)))
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "and", "xor"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint32, np.int64])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_integer_fast_paths_wrap_like_the_kernel(op, dtype, data):
+    x = data.draw(hnp.arrays(dtype, 6))
+    y = data.draw(hnp.arrays(dtype, 6))
+    ufunc, _ = _FAST_BINARY[op]
+    with np.errstate(all="ignore"):
+        fast = ufunc(x, y)
+    np.testing.assert_array_equal(fast, elementwise.BINARY[op](x, y, type_of_dtype(x.dtype)))
+
+
+DOT_CASES = [
+    ((4, 3), (3, 5), DotDims((), (1,), (), (0,))),
+    ((4, 3), (5, 3), DotDims((), (1,), (), (1,))),
+    ((3,), (3, 5), DotDims((), (0,), (), (0,))),
+    ((4, 3), (3,), DotDims((), (1,), (), (0,))),
+    ((2, 6, 3), (3, 5), DotDims((), (2,), (), (0,))),
+    ((2, 4, 3), (2, 3, 5), DotDims((0,), (2,), (0,), (1,))),
+    ((2, 7, 4, 3), (2, 7, 5, 3), DotDims((0, 1), (3,), (0, 1), (3,))),
+    ((2, 3, 4), (2, 3, 5), DotDims((0,), (1,), (0,), (1,))),
+    ((2, 4, 3), (2, 3), DotDims((0,), (2,), (0,), (1,))),
+]
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape, dims", DOT_CASES)
+def test_matmul_form_matches_dot_general(lhs_shape, rhs_shape, dims):
+    rng = np.random.default_rng(0)
+    lhs = rng.standard_normal(lhs_shape).astype(np.float32)
+    rhs = rng.standard_normal(rhs_shape).astype(np.float32)
+    fast = _matmul_form(lhs, rhs, dims)
+    assert fast is not None
+    expected = linear.dot_general(lhs, rhs, dims, type_of_dtype(np.float32))
+    assert np.shape(fast) == expected.shape
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_form_declines_other_dimension_numbers():
+    x = np.zeros((2, 3, 4), np.float32)
+    assert _matmul_form(x, x, DotDims((2,), (1,), (2,), (1,))) is None  # batch dim not leading
+    assert _matmul_form(x, x, DotDims((), (0, 1), (), (0, 1))) is None  # two contracting dims
+
+
+def _combiner(ufunc):
+    def fn(a, b):
+        return (ufunc(a, b),)
+    return Combiner(fn, 2, ufunc)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.maximum, np.minimum, np.multiply])
+@settings(max_examples=40, deadline=None)
+@given(x=hnp.arrays(np.float64, (3, 4), elements=st.floats(-1e6, 1e6)), axis=st.sampled_from([(0,), (1,), (0, 1)]))
+def test_ufunc_reduce_matches_the_kernel(ufunc, x, axis):
+    init = np.array({np.add: 0.0, np.maximum: -np.inf, np.minimum: np.inf, np.multiply: 1.0}[ufunc])
+    fast = _ufunc_reduce(x, init, axis, ufunc)
+    kernel = windows.reduce([x], [init], axis, _combiner(ufunc))[0]
+    np.testing.assert_allclose(fast, kernel, rtol=1e-12)
+
+
+def test_reduce_max_prefers_positive_zero_and_min_negative_zero():
+    x = np.array([[-0.0, 0.0, -1.0], [-0.0, -0.0, -2.0]], np.float32)
+    mx = _ufunc_reduce(x, np.array(-np.inf, np.float32), (1,), np.maximum)
+    mn = _ufunc_reduce(-x, np.array(np.inf, np.float32), (1,), np.minimum)
+    assert list(np.signbit(mx)) == [False, True]   # max{-0,+0,-1} = +0; max{-0,-0,-2} = -0
+    assert list(np.signbit(mn)) == [True, False]   # min{+0,-0,1} = -0; min{+0,+0,2} = +0
+
+
+def test_ufunc_reduce_declines_empty_and_mixed_inputs():
+    assert _ufunc_reduce(np.zeros((0, 3)), np.array(0.0), (0,), np.maximum) is None
+    assert _ufunc_reduce(np.zeros(3, np.float32), np.array(0.0), (0,), np.add) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(dims=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_bitcast_to_the_permuted_default_layout_is_a_transpose(dims, data):
+    rank = len(dims)
+    minor_to_major = tuple(data.draw(st.permutations(range(rank))))
+    x = np.arange(int(np.prod(dims)), dtype=np.int32).reshape(dims)
+    major_to_minor = tuple(reversed(minor_to_major))
+    src = Shape.array("s32", dims, Layout(minor_to_major))
+    dst = Shape.array("s32", [dims[d] for d in major_to_minor])  # default layout
+    np.testing.assert_array_equal(bitcast(x, src, dst), x.transpose(major_to_minor))
+    # ... and back again
+    np.testing.assert_array_equal(bitcast(bitcast(x, src, dst), dst, src), x)
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_broadcast_view_equals_broadcast_to(data):
+    out = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    expanded = [data.draw(st.sampled_from([1, n])) for n in out]
+    x = np.arange(int(np.prod(expanded)), dtype=np.float32).reshape(expanded)
+    view = broadcast_view(x, tuple(out))
+    np.testing.assert_array_equal(view, np.broadcast_to(x, out))
+    assert view.shape == tuple(out)
+
+
+def test_integer_reductions_keep_their_type_and_wrap():
+    x = np.array([[2**31 - 1, 1], [5, 6]], np.int32)
+    total = _ufunc_reduce(x, np.array(0, np.int32), (1,), np.add)
+    assert total.dtype == np.int32
+    np.testing.assert_array_equal(total, [-2**31, 11])
+    flags = _ufunc_reduce(np.array([[True, False], [False, False]]), np.array(False), (1,), np.bitwise_or)
+    assert flags.dtype == np.bool_ and list(flags) == [True, False]
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+@pytest.mark.parametrize("constant", [0.0, -0.0, 6.0, -np.inf, np.nan])
+@settings(max_examples=30, deadline=None)
+@given(x=float_arrays(np.float32, 9))
+def test_extremum_with_a_broadcast_constant_matches_the_kernel(op, constant, x):
+    c = np.broadcast_to(np.float32(constant), x.shape)
+    for args in ((x, c), (c, x)):
+        fast = _FAST_FLOAT_BINARY[op](*args)
+        kernel = elementwise.BINARY[op](*[np.ascontiguousarray(a) for a in args], type_of_dtype(x.dtype))
+        assert same_values(fast, kernel), (args, fast, kernel)
