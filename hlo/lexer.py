@@ -125,6 +125,7 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
     operand_names = HloLexer.context_regexes["OPERAND_NAMES"].match
     literal_text = HloLexer.context_regexes["LITERAL_TEXT"].match
     int_list = HloLexer.context_regexes["INT_LIST"].match
+    flat_braces = _FLAT_BRACES.match
     keywords = KEYWORDS
     punct = PUNCTUATION
     prims = PRIMITIVE_TYPES
@@ -172,7 +173,8 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
                     kind = "LAYOUT_LBRACE"
                 elif prev_type == "ATTR_NAME":
                     if raw_dict_values or prev_value in LAZY_ATTRIBUTES:
-                        close = _matching_brace(text, start, source)
+                        flat = flat_braces(text, start)  # the usual metadata={...}: no nested braces
+                        close = flat.end() if flat else _matching_brace(text, start, source)
                         kind, value, tok_end = "BRACED", text[start:close], close
                         pos = _skip(text, close)
                     else:
@@ -200,8 +202,6 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
             if depth > MAX_NESTING:
                 raise _lex_error(source, start, f"brackets nested more than {MAX_NESTING} levels deep")
         yield new(kind, value, start)
-    if text.startswith("/*", pos):
-        raise _lex_error(source, pos, "unterminated /* comment")
 
 
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -262,6 +262,7 @@ def _opens_layout(text: str, pos: int) -> bool:
     return pos < len(text) and (text[pos].isdigit() or text[pos] == ":")
 
 
+_FLAT_BRACES = re.compile(r'\{(?:[^{}"]++|"(?:\\.|[^"\\])*+")*+\}')
 _BRACE_OR_STRING = re.compile(r'[{}]|"(?:\\.|[^"\\])*"')
 
 

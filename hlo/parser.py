@@ -98,7 +98,14 @@ def _callback(rule, callbacks):
     fast = _FAST_CALLBACKS.get(name)
     if fast is not None and _FAST_EXPANSIONS[name](tuple(str(s.name) for s in rule.expansion)):
         return fast
+    if (rule.alias is None and rule.options.expand1 and len(rule.expansion) == 1
+            and not rule.expansion[0].is_term):
+        return _first_child  # `?rule: other_rule` passes its single child through
     return callbacks[rule]
+
+
+def _first_child(children):
+    return children[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -886,8 +893,7 @@ def _recover(exc: Exception, text: str, source: SourceFile) -> _Recovery:
         what = f"before computation '{name.group(1)}'" if name else "before this computation"
         diag = Diagnostic(f"missing '}}' {what}: the previous computation is not closed",
                           source.loc(max(where - 1, 0)))
-        return _Recovery(diag, text[:line_start - 1] + "}" + text[line_start:], off) if line_start > 0 else \
-            _Recovery(diag, None, off)
+        return _Recovery(diag, _close_before(text, line_start, line_end), off)
     if first_on_line and not (_STATEMENT_STARTS & set(row)) and line_start > 0:
         where = _previous_token_end(text, line_start)
         prev_start, prev_end = _line_bounds(text, max(where - 1, 0))
@@ -900,6 +906,16 @@ def _recover(exc: Exception, text: str, source: SourceFile) -> _Recovery:
     elif tok.type == "ATTR_NAME" and ("EQUAL" in row or "NAME" in row):
         msg += f" (an instruction is written '{tok} = shape opcode(...)' with spaces around '=')"
     return _Recovery(Diagnostic(msg, source.loc(off)), _blank_statement_line(text, off), off)
+
+
+def _close_before(text: str, line_start: int, line_end: int) -> Optional[str]:
+    """The text with a '}' put before the computation header at line_start (same length)."""
+    neutral = "} _ {"
+    if line_end - line_start >= len(neutral):  # names don't matter once there are syntax errors
+        return text[:line_start] + neutral.ljust(line_end - line_start) + text[line_end:]
+    if line_start > 0:  # a very short header: the line break before it becomes the '}'
+        return text[:line_start - 1] + "}" + text[line_start:]
+    return None
 
 
 def _expected_words_phrase(row) -> str:
@@ -1351,7 +1367,7 @@ def _nested_name(opcode: str, scope: dict) -> str:
 
 
 def _is_plain_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and not isinstance(v, V.NegativeZero)
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -1410,7 +1426,7 @@ def _bool(v) -> bool:
 def _positive_int(v) -> int:
     if not _is_plain_int(v) or v < 1:
         raise ValueError(f"expected a positive integer, got '{_show(v)}'")
-    return v
+    return int(v)
 
 
 def _braced_items(v):
@@ -1430,13 +1446,13 @@ def _alias_entry(item) -> AliasEntry:
         raise ValueError(f"alias kind must be may-alias or must-alias, not '{kind}'")
     if not _is_plain_int(items[0]) or items[0] < 0:
         raise ValueError(f"expected a parameter number, got '{_show(items[0])}'")
-    return AliasEntry(to_shape_index(item.key), items[0], to_shape_index(items[1]), kind)
+    return AliasEntry(to_shape_index(item.key), int(items[0]), to_shape_index(items[1]), kind)
 
 
 def _donor(item):
     if not (isinstance(item, V.Paren) and len(item.items) == 2 and _is_plain_int(item.items[0])):
         raise ValueError("expected entries like (0, {})")
-    return item.items[0], to_shape_index(item.items[1])
+    return int(item.items[0]), to_shape_index(item.items[1])
 
 
 def _metadata(value, source: SourceFile) -> Metadata:

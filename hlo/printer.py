@@ -145,9 +145,14 @@ def _opcode_attributes(inst: Instruction, skip=()) -> list[str]:
         value = inst.attrs[spec.name]
         if is_default(spec, value):
             continue
-        (computations if spec.is_computation else out).append(format_attribute(spec, value))
+        late = spec.is_computation or spec.name in _PRINTED_AFTER_COMPUTATIONS
+        (computations if late else out).append(format_attribute(spec, value))
     out.extend(computations)
     return out
+
+
+# XLA prints `to_apply=%f, is_composite=true` for composite calls.
+_PRINTED_AFTER_COMPUTATIONS = frozenset({"is_composite"})
 
 
 def _generic_attributes(inst: Instruction) -> list[str]:

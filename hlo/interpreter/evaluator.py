@@ -126,8 +126,9 @@ class _Plan:
     pays in loop bodies), `steps` all the others, in dependency order. A step is
     (handler, instruction, operand slots, result slot). Calls and fusions are
     inlined, instructions that pass a value through unchanged share their
-    operand's slot, a reshape of a reshape reads the original, and steps whose
-    value nothing needs are dropped: fewer steps, less per-instruction overhead.
+    operand's slot, a reshape of a reshape reads the original, steps whose value
+    nothing needs are dropped, and broadcasts that only feed elementwise ops leave
+    the broadcasting to numpy: fewer steps, less per-instruction overhead.
     """
 
     __slots__ = ("computation", "steps", "static_steps", "param_slots", "root_slot", "size")
@@ -242,7 +243,33 @@ class _PlanBuilder:
                 kept.append(step)
                 needed.update(step[2])
         kept.reverse()
+        if not self.batched:
+            kept = _compact_broadcasts(kept, root)
         return [s for s in kept if s[3] in self.static], [s for s in kept if s[3] not in self.static]
+
+
+# Ops whose handlers and kernels compute with numpy broadcasting: given one operand of
+# the full shape, the others may have size-1 dimensions and the result is still full.
+_NUMPY_BROADCASTING = frozenset(elementwise.BINARY) | {"compare", "select"}
+
+
+def _compact_broadcasts(steps: list[tuple], root: int) -> list[tuple]:
+    """Let broadcasts that only feed elementwise ops produce their operand with size-1
+    dimensions instead of a full array: numpy broadcasts it inside the consumer."""
+    users: dict[int, list[tuple]] = collections.defaultdict(list)
+    for step in steps:
+        for slot in step[2]:
+            users[slot].append(step)
+    candidates = {step[3] for step in steps if step[1].opcode == "broadcast"} - {root}
+
+    def feeds_only_elementwise(slot: int) -> bool:
+        return bool(users[slot]) and all(
+            user[1].opcode in _NUMPY_BROADCASTING and any(o not in candidates for o in user[2])
+            for user in users[slot])
+
+    compact = {slot for slot in candidates if feeds_only_elementwise(slot)}
+    return [(Evaluator._h_broadcast_compact, inst, ops, out) if out in compact else (handler, inst, ops, out)
+            for handler, inst, ops, out in steps]
 
 
 def _calls_impure(inst: Instruction) -> bool:
@@ -508,6 +535,15 @@ _FAST_FLOAT_BINARY = {
 _FAST_UNARY = {
     "negate": (np.negative, _IEEE_FLOATS | _NATIVE_INTS),
 }
+# Float functions as the elementwise kernels compute them (bit for bit): exact ones
+# in the operand's type, the others in f64 and rounded once to f32.
+_FAST_FLOAT_UNARY = {
+    "exponential": (np.exp, True), "log": (np.log, True), "tanh": (np.tanh, True),
+    "sine": (np.sin, True), "cosine": (np.cos, True), "log-plus-one": (np.log1p, True),
+    "exponential-minus-one": (np.expm1, True),
+    "sqrt": (np.sqrt, False), "abs": (np.abs, False), "floor": (np.floor, False), "ceil": (np.ceil, False),
+}
+_F32 = np.dtype(np.float32)
 _COMPARE_UFUNCS = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal,
                    "GT": np.greater, "LE": np.less_equal, "LT": np.less}
 _REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
@@ -715,6 +751,11 @@ class Evaluator:
         fast = _FAST_UNARY.get(inst.opcode)
         if fast is not None and x.dtype in fast[1]:
             return _as_array(fast[0](x))
+        if x.dtype in _REAL_FLOATS and inst.opcode in _FAST_FLOAT_UNARY:
+            fn, in_f64 = _FAST_FLOAT_UNARY[inst.opcode]
+            if in_f64 and x.dtype == _F32:
+                return _as_array(fn(x.astype(np.float64))).astype(_F32)
+            return _as_array(fn(x))
         return elementwise.UNARY[inst.opcode](x, inst.shape.element_type)
 
     def _h_binary(self, inst, ops):
@@ -777,6 +818,11 @@ class Evaluator:
 
     @_handles("broadcast")
     def _h_broadcast(self, inst, ops):
+        return broadcast_view(self._h_broadcast_compact(inst, ops), inst.shape.dims)
+
+    def _h_broadcast_compact(self, inst, ops):
+        """The broadcast's operand with the result's rank, new dimensions of size 1: what
+        numpy's own broadcasting needs (used when only elementwise ops consume it)."""
         x = ops[0]
         dims = tuple(inst.attrs.get("dimensions", ()))
         out_dims = inst.shape.dims
@@ -792,7 +838,7 @@ class Evaluator:
             if x.shape[i] != out_dims[d] and x.shape[i] != 1:
                 raise ValueError(f"operand dimension {i} (size {x.shape[i]}) maps to result dimension {d} "
                                  f"of size {out_dims[d]}")
-        return broadcast_view(x.reshape(expanded), out_dims)
+        return x.reshape(expanded)
 
     @_handles("reshape")
     def _h_reshape(self, inst, ops):

@@ -320,7 +320,7 @@ def random_shape():
                      st.lists(arrays, max_size=3).map(Shape.tuple_of))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(data=st.data(), index=st.integers(0, len(INSTRUCTIONS) - 1))
 def test_infer_shape_raises_only_value_errors(data, index):
     """Any operand shapes and any written shape: a result or a ShapeError, nothing else."""

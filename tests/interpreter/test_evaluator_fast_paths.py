@@ -8,8 +8,8 @@ from hypothesis.extra import numpy as hnp
 from hlo.attributes import DotDims
 from hlo.interpreter import elementwise, linear, windows
 from hlo.interpreter.combiner import Combiner
-from hlo.interpreter.evaluator import (_FAST_BINARY, _FAST_FLOAT_BINARY, _matmul_form, _ufunc_reduce,
-                                       bitcast, broadcast_view)
+from hlo.interpreter.evaluator import (_FAST_BINARY, _FAST_FLOAT_BINARY, _FAST_FLOAT_UNARY, Evaluator,
+                                       _matmul_form, _ufunc_reduce, bitcast, broadcast_view)
 from hlo.shapes import Layout, Shape, type_of_dtype
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, 3.4e38]
@@ -171,3 +171,21 @@ def test_extremum_with_a_broadcast_constant_matches_the_kernel(op, constant, x):
         fast = _FAST_FLOAT_BINARY[op](*args)
         kernel = elementwise.BINARY[op](*[np.ascontiguousarray(a) for a in args], type_of_dtype(x.dtype))
         assert same_values(fast, kernel), (args, fast, kernel)
+
+
+@pytest.mark.parametrize("op", sorted(_FAST_FLOAT_UNARY))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_float_functions_match_the_kernel_bit_for_bit(op, dtype, data):
+    x = data.draw(float_arrays(dtype, 8))
+    ev = Evaluator.__new__(Evaluator)
+
+    class Inst:  # just what _h_unary reads
+        opcode = op
+        shape = Shape.array(type_of_dtype(np.dtype(dtype)), (8,))
+
+    with np.errstate(all="ignore"):
+        fast = Evaluator._h_unary(ev, Inst, [x])
+        kernel = elementwise.UNARY[op](x, type_of_dtype(np.dtype(dtype)))
+    assert fast.dtype == kernel.dtype and same_values(fast, kernel)

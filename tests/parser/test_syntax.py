@@ -1057,3 +1057,46 @@ ENTRY e {
     assert inst(m, "s").attrs["cross_program_prefetch_index"] == 0
     assert root(m).shape.layout.memory_space == 2
     assert "copy-start(%p), cross_program_prefetch_index=0" in printed
+
+
+# --------------------------------------------------------------------------- other forms from XLA dumps
+
+def test_composite_call():
+    text = SUM + """ENTRY %e () -> f32[] {
+  %c = f32[] constant(42)
+  ROOT %call = f32[] call(%c, %c), to_apply=%sum, is_composite=true, frontend_attributes={composite.attributes={n = 1 : i32, tensor = dense<1> : tensor<i32>},composite.name="foo.bar",composite.version="1"}
+}
+"""
+    m, printed = roundtrip(text)
+    call = root(m)
+    assert call.attrs["is_composite"] is True
+    assert call.frontend_attributes.items["composite.attributes"].text == (
+        "{n = 1 : i32, tensor = dense<1> : tensor<i32>}")
+    assert "to_apply=%sum, is_composite=true, frontend_attributes={composite.attributes=" in printed
+
+
+def test_origin_recovery_table_with_a_multi_line_string():
+    text = """HloModule m, num_partitions=2, origin_recovery_table={
+  {"constant"} : {"constant__ovp0"},
+  "
+    HloModule recovery_module
+  "
+}
+
+ENTRY %e () -> s32[1,3] {
+  ROOT %constant.1 = s32[1,3]{1,0} constant({ { 1, 1, 1 } }), origin={{"constant__ovp0"}}
+}
+"""
+    m, printed = roundtrip(text)
+    table = m.config.origin_recovery_table
+    assert table.items[1] == V.Str("\n    HloModule recovery_module\n  ")
+    assert 'origin_recovery_table={{"constant"}: {"constant__ovp0"}, "\\n    HloModule recovery_module\\n  "}' in printed
+
+
+def test_parse_cache_gives_independent_modules():
+    text = entry("  %a = f32[2]{0} parameter(0)\n  ROOT %b = f32[2]{0} negate(%a)")
+    first, second = parse_module(text), parse_module(text)
+    assert first is not second and root(first) is not root(second)
+    root(first).name = "changed"
+    assert root(parse_module(text)).name == "b"
+    assert format_module(second) == format_module(parse_module(text))
