@@ -6,6 +6,7 @@ written `{...}` in a dump is *elided*: its shape is known but its data is not.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Optional
@@ -290,13 +291,13 @@ def _nan_bits(text: str, et: PrimitiveType, index: int) -> int:
 
 # --------------------------------------------------------------------------- printing
 
+@functools.lru_cache(maxsize=None)
 def max_digits10(type_name: str) -> int:
     if type_name == "f64":
         return 17
     if type_name == "f32":
         return 9
-    from .shapes import primitive_type
-    nmant = ml_dtypes.finfo(primitive_type(type_name).dtype).nmant + 1
+    nmant = ml_dtypes.finfo(PRIMITIVE_TYPES[type_name].dtype).nmant + 1
     return math.ceil(nmant * math.log10(2) + 1)
 
 
@@ -314,9 +315,10 @@ def format_float(v, type_name: str = "f32") -> str:
         return "%.*g" % (9 if type_name == "f32" else 17, f)
     digits = max_digits10(type_name)
     text = "%.*g" % (digits, f)
-    # Types whose conversion from double does not round to nearest in the last digit
-    # (f8e8m0fnu's powers of two) may need more digits to read back the same value.
-    while digits < 17 and not _round_trips(text, f, type_name):
+    # f8e8m0fnu's conversion from double does not round to nearest in the last digit,
+    # so its values may need more digits to read back the same (tests check every
+    # encoding of every small type).
+    while type_name == "f8e8m0fnu" and digits < 17 and not _round_trips(text, f, type_name):
         digits += 1
         text = "%.*g" % (digits, f)
     return text

@@ -39,7 +39,7 @@ from .attributes import (FrontendAttributes, Metadata, check_generic_attribute, 
 from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
 from .ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
 from .lexer import HloLexer, Tok, build_context_regexes, build_token_regex, int_value, make_token, tokenize
-from .literal import LiteralError, literal_from_value
+from .literal import literal_from_value
 from .opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
 from .shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
 

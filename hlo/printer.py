@@ -11,7 +11,7 @@ from __future__ import annotations
 from .attributes import format_attribute, format_generic_attribute, is_default
 from .ir import Computation, Instruction, Module
 from .literal import format_literal
-from .opcodes import OPCODES, AttrKind, split_async_sugar
+from .opcodes import OPCODES
 from .shapes import Layout, Shape, UNBOUNDED
 from . import values as V
 

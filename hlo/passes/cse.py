@@ -13,16 +13,19 @@ class CommonSubexpressionElimination(Pass):
     description = "Replace an instruction by an earlier identical one (same opcode, shape, operands, attributes)."
 
     def run(self, module: Module) -> bool:
-        return any([merge_duplicates(comp) for comp in module.computations])
+        fingerprints: dict[int, tuple] = {}
+        return any([merge_duplicates(comp, fingerprints) for comp in module.computations])
 
 
-def merge_duplicates(comp: Computation) -> bool:
+def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> bool:
+    """Merge identical instructions of `comp`; called computations compare by content."""
+    fingerprints = {} if fingerprints is None else fingerprints
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
         if inst.opcode == "parameter" or has_side_effect(inst) or inst.opcode.startswith("rng"):
             continue
-        key = _key(inst)
+        key = _key(inst, fingerprints)
         if key is None:
             continue
         earlier = seen.get(key)
@@ -36,9 +39,9 @@ def merge_duplicates(comp: Computation) -> bool:
     return changed
 
 
-def _key(inst: Instruction):
+def _key(inst: Instruction, fingerprints: dict):
     try:
-        attrs = tuple(sorted((k, _hashable(v)) for k, v in inst.attrs.items()))
+        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items()))
         key = (inst.opcode, inst.shape, tuple(id(op) for op in inst.operands), attrs)
         hash(key)
         return key
@@ -46,15 +49,36 @@ def _key(inst: Instruction):
         return None
 
 
-def _hashable(value):
+def _hashable(value, fingerprints: dict):
     if isinstance(value, Literal):
         if value.elided:
             raise TypeError("elided constants are never equal")
         if value.is_tuple:
-            return tuple(_hashable(e) for e in value.elements)
+            return tuple(_hashable(e, fingerprints) for e in value.elements)
         return (str(value.shape), value.array.dtype.str, value.array.tobytes())
     if isinstance(value, (list, tuple)):
-        return tuple(_hashable(v) for v in value)
-    if hasattr(value, "instructions"):  # a Computation: equal only to itself
-        return ("computation", id(value))
+        return tuple(_hashable(v, fingerprints) for v in value)
+    if isinstance(value, Computation):
+        return computation_fingerprint(value, fingerprints)
     return value
+
+
+def computation_fingerprint(comp: Computation, memo: dict) -> tuple:
+    """A value equal for computations that compute the same thing in the same way.
+
+    Instructions are identified by position, so two reducers `add(a, b)` written in
+    different computations with different names have equal fingerprints.
+    """
+    if id(comp) in memo:
+        return memo[id(comp)]
+    position = {id(inst): i for i, inst in enumerate(comp.instructions)}
+    parts = []
+    for inst in comp.instructions:
+        if has_side_effect(inst):
+            memo[id(comp)] = ("unique", id(comp))
+            return memo[id(comp)]
+        attrs = tuple(sorted((k, _hashable(v, memo)) for k, v in inst.attrs.items()))
+        parts.append((inst.opcode, inst.shape, tuple(position[id(op)] for op in inst.operands), attrs,
+                      inst is comp.root))
+    memo[id(comp)] = ("computation", comp.execution_thread, tuple(parts))
+    return memo[id(comp)]

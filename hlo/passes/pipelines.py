@@ -26,6 +26,7 @@ SIMPLIFY = ("algsimp", "constant-folding", "cse", "dce", "tuple-simplifier", "co
 PIPELINE_SPECS: dict[str, Spec] = {
     "default": [
         "call-inliner",
+        "optimization-barrier-expander",
         SIMPLIFY,
         "batchnorm-expander",
         "rng-bit-generator-expander",

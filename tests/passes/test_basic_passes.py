@@ -166,3 +166,65 @@ ENTRY e {
   ROOT %a = f32[] parameter(0)
 }
 """
+
+
+def test_cse_merges_reduces_whose_reducers_are_identical_computations():
+    out = run("""HloModule m
+add1 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+add2 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT t = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  r1 = f32[] reduce(p, z), dimensions={0}, to_apply=add1
+  r2 = f32[] reduce(p, z), dimensions={0}, to_apply=add2
+  ROOT m = f32[] multiply(r1, r2)
+}
+""", "cse,dce")
+    assert "%r2" not in out and "add2" not in out
+    assert "ROOT %m = f32[] multiply(%r1, %r1)" in out
+
+
+def test_cse_keeps_reduces_whose_reducers_differ():
+    text = """HloModule m
+add1 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max1 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT t = f32[] maximum(x, y)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  r1 = f32[] reduce(p, z), dimensions={0}, to_apply=add1
+  r2 = f32[] reduce(p, z), dimensions={0}, to_apply=max1
+  ROOT m = f32[] multiply(r1, r2)
+}
+"""
+    assert run(text, "cse") == body(text)
+
+
+def test_optimization_barrier_expander_forwards_the_operand():
+    out = run("""HloModule m
+ENTRY e {
+  a = f32[2] parameter(0)
+  b = s32[] parameter(1)
+  t = (f32[2], s32[]) tuple(a, b)
+  o = (f32[2], s32[]) opt-barrier(t)
+  g = f32[2] get-tuple-element(o), index=0
+  ROOT n = f32[2] negate(g)
+}
+""", "optimization-barrier-expander,tuple-simplifier,dce")
+    assert "opt-barrier" not in out
+    assert "ROOT %n = f32[2]{0} negate(%a)" in out
