@@ -1,0 +1,156 @@
+"""LLVM types of HLO element types, and loads/stores of elements in dense buffers.
+
+In registers an element lives in its *compute* type: pred as i1, integers as iN
+(signedness is known from the HLO type, not the LLVM type), f16/bf16 as float
+holding a value already rounded to the narrow type, f32/f64 as float/double.
+In memory every element takes its storage width (pred one byte, bf16 two bytes).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..diagnostics import error
+from ..shapes import PrimitiveType, Shape
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+
+NARROW_FLOATS = ("f16", "bf16")
+
+
+def is_supported_type(t: PrimitiveType) -> bool:
+    if t.is_pred:
+        return True
+    if t.is_integral:
+        return t.bits in (8, 16, 32, 64)
+    if t.is_float:
+        return t.name in ("f16", "bf16", "f32", "f64")
+    return False
+
+
+def check_shape_supported(shape: Shape, inst) -> None:
+    """HloError at inst's location when a leaf has an element type the backend lacks."""
+    for _, leaf in shape.leaves():
+        t = leaf.element_type
+        if t is not None and t.is_array_type and not is_supported_type(t):
+            raise error(f"the cpu backend does not support element type {t.name} "
+                        f"(in {inst.opcode} %{inst.name})", inst.loc)
+
+
+def compute_type(t: PrimitiveType) -> ir.Type:
+    if t.is_pred:
+        return I1
+    if t.is_integral:
+        return ir.IntType(t.bits)
+    if t.name == "f64":
+        return F64
+    return F32
+
+
+def storage_type(t: PrimitiveType) -> ir.Type:
+    if t.is_pred:
+        return I8
+    if t.name == "f16":
+        return F16
+    if t.name == "bf16":
+        return I16
+    return compute_type(t)
+
+
+def round_to(b: ir.IRBuilder, value, t: PrimitiveType):
+    """Round an f32 compute value to the narrow type t (no-op for other types)."""
+    if t.name == "f16":
+        return b.fpext(b.fptrunc(value, F16), F32)
+    if t.name == "bf16":
+        return bf16_to_f32(b, f32_to_bf16(b, value))
+    return value
+
+
+def f32_to_bf16(b: ir.IRBuilder, value):
+    """Round-to-nearest-even f32 -> bf16 bits; NaN stays a quiet NaN."""
+    bits = b.bitcast(value, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+    nan = b.fcmp_unordered("uno", value, value)
+    quiet = b.or_(bits, ir.Constant(I32, 0x00400000))
+    chosen = b.select(nan, quiet, rounded)
+    return b.trunc(b.lshr(chosen, ir.Constant(I32, 16)), I16)
+
+
+def bf16_to_f32(b: ir.IRBuilder, bits16):
+    return b.bitcast(b.shl(b.zext(bits16, I32), ir.Constant(I32, 16)), F32)
+
+
+def to_storage(b: ir.IRBuilder, value, t: PrimitiveType):
+    if t.is_pred:
+        return b.zext(value, I8)
+    if t.name == "f16":
+        return b.fptrunc(value, F16)
+    if t.name == "bf16":
+        return f32_to_bf16(b, value)
+    return value
+
+
+def from_storage(b: ir.IRBuilder, value, t: PrimitiveType):
+    if t.is_pred:
+        return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    if t.name == "f16":
+        return b.fpext(value, F32)
+    if t.name == "bf16":
+        return bf16_to_f32(b, value)
+    return value
+
+
+def strides(shape: Shape) -> list[int]:
+    """Element strides of each logical dimension in the shape's physical order."""
+    out = [0] * shape.rank
+    step = 1
+    for d in shape.minor_to_major():
+        out[d] = step
+        step *= shape.dims[d]
+    return out
+
+
+def linear_offset(b: ir.IRBuilder, shape: Shape, index):
+    """Physical element offset (i64) of a logical multi-dimensional index."""
+    offset = ir.Constant(I64, 0)
+    for value, stride in zip(index, strides(shape)):
+        if stride == 0 or shape.rank == 0:
+            continue
+        term = value if stride == 1 else b.mul(value, ir.Constant(I64, stride))
+        offset = term if isinstance(offset, ir.Constant) and offset.constant == 0 else b.add(offset, term)
+    return offset
+
+
+def element_pointer(b: ir.IRBuilder, base, shape: Shape, index):
+    t = shape.element_type
+    return b.gep(base, [linear_offset(b, shape, index)], inbounds=True, source_etype=storage_type(t))
+
+
+def load_element(b: ir.IRBuilder, base, shape: Shape, index):
+    t = shape.element_type
+    raw = b.load(element_pointer(b, base, shape, index), typ=storage_type(t))
+    return from_storage(b, raw, t)
+
+
+def store_element(b: ir.IRBuilder, value, base, shape: Shape, index) -> None:
+    t = shape.element_type
+    b.store(to_storage(b, value, t), element_pointer(b, base, shape, index))
+
+
+def constant_of(t: PrimitiveType, value):
+    """An LLVM constant in compute type from a python/numpy scalar."""
+    ty = compute_type(t)
+    if t.is_pred:
+        return ir.Constant(I1, int(bool(value)))
+    if t.is_integral:
+        v = int(value)
+        return ir.Constant(ty, v & ((1 << t.bits) - 1))
+    return ir.Constant(ty, float(value))
