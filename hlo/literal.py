@@ -356,7 +356,6 @@ def format_scalar(x, et: PrimitiveType, in_array: bool = False) -> str:
     if et.is_integral:
         return str(int(x))
     if et.is_complex:
-        c = complex(x)
         part = "f32" if et.name == "c64" else "f64"
         return f"({format_float(np.asarray(x).real, part)}, {format_float(np.asarray(x).imag, part)})"
     return format_float(x, et.name)

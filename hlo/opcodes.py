@@ -8,7 +8,7 @@ on `OpInfo.category` and `OpInfo.name`. Adding an opcode starts here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 

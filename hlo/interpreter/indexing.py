@@ -14,7 +14,6 @@ one fancy-indexing operation; scatter conflicts are resolved in vectorised round
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np

@@ -11,13 +11,12 @@ calls BLAS for f32/f64/complex.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from ..shapes import PrimitiveType
-from ..attributes import ConvDims, DotDims, Window, WindowDim
+from ..attributes import ConvDims, DotDims, Window
 from .windows import dilated_size, pad, window_output_dims, window_padding_config
 
 

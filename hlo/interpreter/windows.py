@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -28,7 +27,7 @@ from .combiner import Combiner
 # --------------------------------------------------------------------------- window attribute
 
 
-from ..attributes import Window, WindowDim  # noqa: E402  (shared with the IR)
+from ..attributes import Window  # noqa: E402  (shared with the IR)
 
 # The window arithmetic is shape inference; the kernels share it.
 from ..shape_inference import dilated_size, window_output_dims  # noqa: E402,F401

@@ -25,7 +25,7 @@ import numpy as np
 from ..ir import Computation, Instruction, Module
 from ..shapes import S32, PrimitiveType, Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, replace, unfused_computations
 
 _BATCH_NORM_OPS = ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")
 
@@ -38,11 +38,8 @@ class BatchNormExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         add_computations: dict[str, Computation] = {}
-        fused = {id(c) for i in module.instructions() if i.opcode == "fusion" for c in i.called_computations()}
         changed = False
-        for comp in list(module.computations):
-            if id(comp) in fused:
-                continue
+        for comp in unfused_computations(module):
             for inst in list(comp.instructions):
                 if inst.opcode in _BATCH_NORM_OPS:
                     _Expansion(inst, rewriter, add_computations).run()

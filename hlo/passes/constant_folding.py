@@ -32,7 +32,7 @@ from ..opcodes import OPCODES, Category
 from ..shapes import Shape
 from .dce import has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter
+from .rewrite import Rewriter, unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
 
@@ -56,26 +56,12 @@ class ConstantFolding(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        fused = fusion_computations(module)
         changed = False
-        for comp in list(module.computations):
-            if id(comp) not in fused:
-                changed |= fold_computation(comp, rewriter)
+        for comp in unfused_computations(module):
+            changed |= fold_computation(comp, rewriter)
         return changed
 
 
-def fusion_computations(module: Module) -> set[int]:
-    """ids of computations called by fusion instructions (and everything they call)."""
-    out: set[int] = set()
-    stack = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
-    while stack:
-        comp = stack.pop()
-        if id(comp) in out:
-            continue
-        out.add(id(comp))
-        for inst in comp.instructions:
-            stack.extend(inst.called_computations())
-    return out
 
 
 def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..ir import Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, replace, unfused_computations
 
 
 @register
@@ -31,11 +31,8 @@ class DotDecomposer(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        fused = {id(c) for i in module.instructions() if i.opcode == "fusion" for c in i.called_computations()}
         changed = False
-        for comp in module.computations:
-            if id(comp) in fused:
-                continue
+        for comp in unfused_computations(module):
             for inst in list(comp.instructions):
                 if inst.opcode == "dot" and needs_canonicalizing(inst):
                     canonicalize_dot(inst, rewriter)

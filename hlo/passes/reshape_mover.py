@@ -31,7 +31,7 @@ from ..literal import Literal
 from ..shapes import Shape
 from .dce import has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, replace, unfused_computations
 
 _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only bounds pathological inputs
 
@@ -43,21 +43,13 @@ class ReshapeMover(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        fused = fusion_computations(module)
         changed = False
-        for comp in list(module.computations):
-            if id(comp) in fused:
-                continue
+        for comp in unfused_computations(module):
             for _ in range(_MAX_ROUNDS):
                 if not sink_rearranges(comp, rewriter):
                     break
                 changed = True
         return changed
-
-
-def fusion_computations(module: Module) -> set[int]:
-    """ids of computations that are bodies of fusion instructions."""
-    return {id(c) for inst in module.instructions() if inst.opcode == "fusion" for c in inst.called_computations()}
 
 
 # --------------------------------------------------------------------------- rearranges

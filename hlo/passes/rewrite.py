@@ -44,6 +44,26 @@ class Rewriter:
         return comp
 
 
+def fusion_computations(module: Module) -> set[int]:
+    """ids of the computations fusion instructions call (and everything those call)."""
+    out: set[int] = set()
+    stack = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
+    while stack:
+        comp = stack.pop()
+        if id(comp) in out:
+            continue
+        out.add(id(comp))
+        for inst in comp.instructions:
+            stack.extend(inst.called_computations())
+    return out
+
+
+def unfused_computations(module: Module) -> list[Computation]:
+    """The computations passes rewrite: every one except fusion bodies (as XLA's passes skip them)."""
+    fused = fusion_computations(module)
+    return [comp for comp in module.computations if id(comp) not in fused]
+
+
 def replace(old: Instruction, new: Instruction) -> None:
     """Make every user of `old` use `new`, then drop `old` if nothing needs it any more."""
     if old is new:

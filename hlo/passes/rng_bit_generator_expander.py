@@ -29,7 +29,7 @@ from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
 from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, replace, unfused_computations
 
 U32 = PRIMITIVE_TYPES["u32"]
 U64 = PRIMITIVE_TYPES["u64"]
@@ -53,11 +53,8 @@ class RngBitGeneratorExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         generators: dict[tuple, Computation] = {}
-        fused = {id(c) for i in module.instructions() if i.opcode == "fusion" for c in i.called_computations()}
         changed = False
-        for comp in list(module.computations):
-            if id(comp) in fused:
-                continue
+        for comp in unfused_computations(module):
             for inst in list(comp.instructions):
                 if inst.opcode == "rng-bit-generator":
                     expand(inst, rewriter, generators)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .constant_folding import fusion_computations
 from .flatten_call_graph import clone_computation
 from .pass_manager import Pass, register
-from .rewrite import Rewriter
+from .rewrite import Rewriter, unfused_computations
 
 
 @register
@@ -24,8 +23,7 @@ class SortSimplifier(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        fused = fusion_computations(module)
-        sorts = [i for c in module.computations if id(c) not in fused for i in c.instructions if i.opcode == "sort"]
+        sorts = [i for c in unfused_computations(module) for i in c.instructions if i.opcode == "sort"]
         changed = False
         for sort in sorts:
             changed |= remove_unused_sort_operands(sort, rewriter)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Computation, Instruction, Module
-from .constant_folding import fusion_computations
 from .dce import has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, replace, unfused_computations
 
 
 @register
@@ -24,11 +23,9 @@ class ZeroSizedHloElimination(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        fused = fusion_computations(module)
         changed = False
-        for comp in list(module.computations):
-            if id(comp) not in fused:
-                changed |= eliminate_zero_sized(comp, rewriter)
+        for comp in unfused_computations(module):
+            changed |= eliminate_zero_sized(comp, rewriter)
         return changed
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hlo.interpreter.linear import ConvDims, DotDims, convolution, dot_general
-from hlo.interpreter.windows import Window, WindowDim
+from hlo.attributes import Window, WindowDim
 from hlo.shapes import primitive_type
 
 F32 = primitive_type("f32")
