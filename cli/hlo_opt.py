@@ -136,8 +136,10 @@ class Printer:
               help="Print a unified diff to stderr after every pass that changed the module.")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
 @click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after to stderr.")
-@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot"]), default="hlo", show_default=True,
-              help="Output HLO text, or a Graphviz dot drawing of one computation.")
+@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot", "llvm", "asm"]), default="hlo",
+              show_default=True,
+              help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
+                   "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
@@ -162,11 +164,16 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
             _err(time_table(events))
     if stats:
         _err(stats_table(before, top_level_opcode_counts(module)))
-    emit_output(module, output, input_file, emit_kind, computation)
+    emit_output(module, output, input_file, emit_kind, computation, run_default=pipeline_text is None)
 
 
-def emit_output(module, output, input_file, kind: str, computation: str | None) -> None:
-    if kind == "dot":
+def emit_output(module, output, input_file, kind: str, computation: str | None, run_default: bool = True) -> None:
+    if kind in ("llvm", "asm"):
+        from hlo.codegen import CodegenOptions, compile_assembly, lower_module
+        options = CodegenOptions(run_pipeline=run_default)
+        lowered = lower_module(module, options)
+        emit(lowered.llvm_ir if kind == "llvm" else compile_assembly(lowered, options), output, inputs=[input_file])
+    elif kind == "dot":
         from hlo.graphviz import module_to_dot
         emit(module_to_dot(module, computation), output, inputs=[input_file])
     else:

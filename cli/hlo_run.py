@@ -16,8 +16,8 @@ from hlo.interpreter.evaluator import new_plans, run_devices
 from hlo.ir import Module
 from .common import UsageError, read_text, tool_main, write_atomic
 
-BACKENDS = ("interpreter",)
-PLANNED_BACKENDS = ("cpu",)
+BACKENDS = ("interpreter", "cpu")
+PLANNED_BACKENDS = ()
 PROFILE_TOP = 20
 
 HELP = """Run MODULE (an .hlo file, '-' for stdin) and print its result as HLO literal text.
@@ -53,7 +53,8 @@ device) and outputs are written as dev{d}_out{i}.
 @click.option("-o", "--output", metavar="OUT.npz", help="Write the outputs here (atomically).")
 @click.option("--print/--no-print", "print_result", default=True, show_default=True,
               help="Print the result as HLO literal text.")
-@click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter.")
+@click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter, or cpu (compiled to native code with LLVM; "
+              "compiled objects are cached in ~/.cache/hlo-toolchain).")
 @click.option("--replicas", type=click.IntRange(min=1), help="Number of replicas (default: the module's).")
 @click.option("--partitions", type=click.IntRange(min=1), help="Number of partitions (default: the module's).")
 @click.option("--infeed", "infeed_file", metavar="FILE.npz", help="Arrays for the infeed ops.")
@@ -81,6 +82,11 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     per_device_args = _arguments(module, given, devices, random_inputs, seed)
     infeeds = _infeeds(infeed_file, devices)
 
+    if backend == "cpu":
+        _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
+                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources)
+        return
+
     plans = new_plans()
 
     def run_once(with_profile: bool = False):
@@ -106,6 +112,44 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
         _write_npz(outfeed_file, _outfeeds(evaluators), protected + [output])
     if print_result:
         _print_results(module, evaluators)
+
+
+def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
+                  output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
+                  protected: list) -> None:
+    """--backend cpu: compile (or load from the cache), run, report like the interpreter."""
+    from hlo.codegen import JitExecutable
+    if devices != 1:
+        raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
+                         f"{devices} devices")
+    if profile or outfeed_file or infeeds:
+        raise UsageError("--profile, --infeed and --outfeed need --backend interpreter")
+    executable = JitExecutable(module)
+    args = per_device_args[0]
+    leaves = executable.run(*args)
+    if repeat:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            executable.run(*args)
+            times.append(time.perf_counter() - start)
+        cached = " (from cache)" if executable.from_cache else ""
+        click.echo(f"compile: {executable.compile_seconds * 1e3:.3f} ms{cached}", err=True)
+        click.echo(f"time: median {statistics.median(times) * 1e3:.3f} ms over {repeat} run(s) "
+                   f"(min {min(times) * 1e3:.3f} ms)", err=True)
+    shape = module.entry.root.shape
+    value = _rebuild(shape, iter(leaves))
+    if output:
+        _write_npz(output, values_io.output_arrays(value), protected)
+    if print_result:
+        sys.stdout.write(values_io.format_value(value, shape) + "\n")
+        sys.stdout.flush()
+
+
+def _rebuild(shape, leaves):
+    if shape.is_tuple:
+        return tuple(_rebuild(s, leaves) for s in shape.tuple_shapes)
+    return next(leaves)
 
 
 def _check_backend(backend: str) -> None:

@@ -941,6 +941,16 @@ def _blank_statement_line(text: str, off: int) -> str:
 def _parse_records(text: str, source: SourceFile, start: str = "start", raw_dict_values: bool = False,
                    max_errors: int = 50):
     """Records of the text, or raise HloError with every syntax error found."""
+    result, diagnostics = _parse_records_recovering(text, source, start, raw_dict_values, max_errors)
+    if diagnostics:
+        raise HloError(diagnostics)
+    return result
+
+
+def _parse_records_recovering(text: str, source: SourceFile, start: str = "start", raw_dict_values: bool = False,
+                              max_errors: int = 50):
+    """(records, syntax diagnostics): the records of the text with every broken line blanked out
+    (None when recovery had to stop, e.g. at an unexpected end of input)."""
     _lark()
     diagnostics: list[Diagnostic] = []
     work = text
@@ -948,10 +958,7 @@ def _parse_records(text: str, source: SourceFile, start: str = "start", raw_dict
     extra_blanks = 0
     for _ in range(max_errors * 4):
         try:
-            result = _drive(tokenize(work, raw_dict_values, source), start, len(work))
-            if not diagnostics:
-                return result
-            break
+            return _drive(tokenize(work, raw_dict_values, source), start, len(work)), diagnostics
         except VisitError as exc:
             err = exc.orig_exc
         except (_UnexpectedToken, HloError, _SyntaxInCallback) as exc:
@@ -974,7 +981,7 @@ def _parse_records(text: str, source: SourceFile, start: str = "start", raw_dict
         if rec.text is None or rec.text == work or len(diagnostics) >= max_errors:
             break
         work = rec.text
-    raise HloError(diagnostics)
+    return None, diagnostics
 
 
 # --------------------------------------------------------------------------- building the IR
@@ -1571,3 +1578,38 @@ def parse_braced_fields(raw: str, raw_dict_values: bool = False, source: Optiona
 def _raise_at(source, offset, raw, item, message):
     loc = source.loc(offset) if source is not None else None
     raise HloError([Diagnostic(message, loc)])
+
+
+def parse_module_with_recovery(text: str, filename: str = "<string>") -> tuple[Optional[Module], list[Diagnostic]]:
+    """The best Module the text gives and every diagnostic found; never raises HloError.
+
+    For editors: broken lines are blanked out as in parse_module (offsets are kept, so
+    every location still points into `text`), an unclosed last computation is closed,
+    and the rest of the file is built. The module is None only when nothing could be
+    built (empty text, or recovery stopped before any computation).
+    """
+    source = SourceFile(filename, text)
+    if not text.strip():
+        return None, [Diagnostic("empty input: expected an HloModule", source.loc(0))]
+    surrogate = _SURROGATE.search(text)
+    if surrogate:
+        return None, [Diagnostic(f"invalid character U+{ord(surrogate.group()):04X} (a lone UTF-16 surrogate)",
+                                 source.loc(surrogate.start()))]
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        records, diagnostics = _parse_records_recovering(text, source)
+        depth = _brace_depth(text, len(text)) if records is None else 0
+        if depth > 0:  # keep the first pass's diagnostics: they say what is missing
+            records, _ = _parse_records_recovering(text + "\n" + "}" * depth, source)
+        if records is None or not records[1]:
+            return None, diagnostics
+        builder = _Builder(source)
+        try:
+            module = builder.build(*records)
+        except HloError as exc:
+            return None, diagnostics + builder.sink.diagnostics + exc.diagnostics
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return module, diagnostics + builder.sink.diagnostics

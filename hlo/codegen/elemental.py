@@ -23,7 +23,7 @@ from llvmlite import ir
 from ..attributes import ConvDims, DotDims, GatherDims
 from ..diagnostics import error
 from ..ir import Computation, Instruction
-from ..shapes import PrimitiveType, Shape
+from ..shapes import F32 as _F32, F64 as _F64, PrimitiveType, Shape
 from . import scalar_ops
 from .types import I1, I64, compute_type, constant_of, load_element, round_to, storage_type
 
@@ -45,6 +45,9 @@ class FunctionContext:
         self.start_block = start
         self.memo_scopes: list[dict] = [{}]
         self.globals: dict = {}
+        # > 0 while emitting a reduction's combiner: float adds/multiplies may be
+        # reassociated, which lets LLVM keep several (vector) accumulators.
+        self.reassociate = 0
 
     def finish(self) -> None:
         self.alloca_builder.branch(self.start_block)
@@ -90,6 +93,25 @@ class FunctionContext:
         finally:
             self.memo_scopes.pop()
         b.branch(done)
+        b.position_at_end(done)
+
+    @contextmanager
+    def while_loop(self, condition: Callable[[], ir.Value], name: str = "while"):
+        """while (condition()) { body }: condition is emitted in the loop header."""
+        b = self.b
+        header = self.function.append_basic_block(f"{name}.header")
+        body = self.function.append_basic_block(f"{name}.body")
+        done = self.function.append_basic_block(f"{name}.done")
+        b.branch(header)
+        b.position_at_end(header)
+        self.memo_scopes.append({})
+        b.cbranch(condition(), body, done)
+        b.position_at_end(body)
+        try:
+            yield
+        finally:
+            self.memo_scopes.pop()
+        b.branch(header)
         b.position_at_end(done)
 
     def loop_nest(self, dims, order=None):
@@ -189,6 +211,10 @@ class ElementalEmitter:
         pointer = self.buffer_of(inst)
         if pointer is not None:
             return load_element(self.b, pointer, inst.shape, index)
+        return self._compute_uncached(inst, index)
+
+    def _compute_uncached(self, inst: Instruction, index):
+        """The value computed from the operands (never loaded from inst's own buffer)."""
         op = inst.opcode
         method = getattr(self, "_op_" + op.replace("-", "_"), None)
         if method is not None:
@@ -206,7 +232,10 @@ class ElementalEmitter:
         array = literal.array
         t = inst.shape.element_type
         if inst.shape.rank == 0:
-            return constant_of(t, array.reshape(()).item() if t.name not in ("bf16", "f16") else float(array))
+            scalar = array.reshape(())
+            if t.is_complex:
+                return constant_of(t, complex(scalar))
+            return constant_of(t, scalar.item() if t.name not in ("bf16", "f16") else float(scalar))
         return load_element(self.b, self._constant_global(inst), inst.shape, index)
 
     def _constant_global(self, inst):
@@ -266,12 +295,37 @@ class ElementalEmitter:
     def _op_bitcast_convert(self, inst, index):
         src = inst.operands[0]
         frm, to = src.shape.element_type, inst.shape.element_type
-        if frm.bits != to.bits:
-            raise error(f"the cpu backend does not support bitcast-convert between widths "
-                        f"({frm.name} -> {to.name})", inst.loc)
         b = self.b
+        if frm.bits < to.bits:  # the operand's extra minor dimension holds the pieces, low first
+            wide = ir.IntType(to.bits)
+            bits = ir.Constant(wide, 0)
+            for k in range(to.bits // frm.bits):
+                piece = scalar_ops.to_bits(b, self.value(src, tuple(index) + (const64(k),)), frm)
+                bits = b.or_(bits, b.shl(b.zext(piece, wide), ir.Constant(wide, k * frm.bits)))
+            return scalar_ops.from_bits(b, bits, to)
+        if frm.bits > to.bits:  # the result's extra minor dimension selects the piece
+            wide = ir.IntType(frm.bits)
+            whole = scalar_ops.to_bits(b, self.value(src, tuple(index[:-1])), frm)
+            shift = b.mul(b.trunc(index[-1], wide) if frm.bits < 64 else index[-1], ir.Constant(wide, to.bits))
+            piece = b.trunc(b.lshr(whole, shift), ir.IntType(to.bits))
+            return scalar_ops.from_bits(b, piece, to)
         stored = scalar_ops.to_bits(b, self.value(src, index), frm)
         return scalar_ops.from_bits(b, stored, to)
+
+    def _op_complex(self, inst, index):
+        re, im = (self.value(o, index) for o in inst.operands)
+        return scalar_ops.make_complex(self.b, compute_type(inst.shape.element_type), re, im)
+
+    def _op_real(self, inst, index):
+        v = self.value(inst.operands[0], index)
+        return self.b.extract_value(v, 0) if inst.operands[0].shape.element_type.is_complex else v
+
+    def _op_imag(self, inst, index):
+        src = inst.operands[0]
+        v = self.value(src, index)
+        if src.shape.element_type.is_complex:
+            return self.b.extract_value(v, 1)
+        return ir.Constant(v.type, 0.0)
 
     def _op_copy(self, inst, index):
         return self.value(inst.operands[0], index)
@@ -302,10 +356,14 @@ class ElementalEmitter:
 
     def _op_bitcast(self, inst, index):
         src = inst.operands[0]
-        if src.shape.element_type is not inst.shape.element_type:
-            raise error("the cpu backend does not support bitcast between element types", inst.loc)
-        return self.value(src, self._relinearize(index, inst.shape, major_to_minor(inst.shape),
-                                                 src.shape, major_to_minor(src.shape)))
+        frm, to = src.shape.element_type, inst.shape.element_type
+        if frm.bits != to.bits:
+            raise error(f"the cpu backend does not support bitcast between {frm.name} and {to.name}", inst.loc)
+        value = self.value(src, self._relinearize(index, inst.shape, major_to_minor(inst.shape),
+                                                  src.shape, major_to_minor(src.shape)))
+        if frm is to:
+            return value
+        return scalar_ops.from_bits(self.b, scalar_ops.to_bits(self.b, value, frm), to)
 
     def _relinearize(self, index, out_shape: Shape, out_order, in_shape: Shape, in_order):
         """The in_shape index with the same linear position (dims taken in the given orders)."""
@@ -453,10 +511,16 @@ class ElementalEmitter:
 
     # -- reductions and contractions (inner loops at the point of use)
     def _op_reduce(self, inst, index):
-        return self.reduce_values(inst, index)[self._leaf_pick(inst)]
+        values = self.reduce_values(inst, index)
+        return values if inst.shape.is_tuple else values[0]
 
-    def _leaf_pick(self, inst) -> int:
-        return 0
+    def _op_get_tuple_element(self, inst, index):
+        """A leaf of a multi-result op computed element by element (variadic reduce)."""
+        source = inst.operands[0]
+        if source.opcode not in ("reduce", "reduce-window") or self.buffer_of(source) is not None:
+            raise error(f"the cpu backend cannot compute get-tuple-element of '{source.opcode}' "
+                        f"element by element", inst.loc)
+        return self.value(source, index)[inst.attrs["index"]]
 
     def reduce_values(self, inst, index) -> list:
         """All results of a (possibly variadic) reduce at an output index."""
@@ -479,7 +543,11 @@ class ElementalEmitter:
                 src[d] = v
             current = [b.load(s) for s in slots]
             new = [self.value(x, tuple(src)) for x in inputs]
-            combined = self.call_scalar(inst.attrs["to_apply"], current + new)
+            ctx.reassociate += 1
+            try:
+                combined = self.call_scalar(inst.attrs["to_apply"], current + new)
+            finally:
+                ctx.reassociate -= 1
             for slot, v in zip(slots, combined):
                 b.store(v, slot)
         return [b.load(s) for s in slots]
@@ -487,13 +555,12 @@ class ElementalEmitter:
     def _op_reduce_window(self, inst, index):
         ctx, b = self.ctx, self.b
         n = len(inst.operands) // 2
-        if n != 1:
-            raise error("the cpu backend supports reduce-window with one operand only", inst.loc)
-        operand, init = inst.operands
-        t = operand.shape.element_type
+        operands, inits = inst.operands[:n], inst.operands[n:]
+        shape = operands[0].shape
         window = inst.attrs["window"]
-        slot = ctx.alloca(compute_type(t), "acc")
-        b.store(self.value(init, ()), slot)
+        slots = [ctx.alloca(compute_type(o.shape.element_type), "acc") for o in operands]
+        for slot, init in zip(slots, inits):
+            b.store(self.value(init, ()), slot)
         with ctx.loop_nest([wd.size for wd in window.dims]) as w:
             inside = ir.Constant(I1, 1)
             src = []
@@ -502,16 +569,18 @@ class ElementalEmitter:
                             const64(wd.padding_low))
                 q = pos if wd.base_dilation == 1 else b.sdiv(pos, const64(wd.base_dilation))
                 ok = b.and_(b.icmp_signed(">=", pos, const64(0)),
-                            b.icmp_signed("<", q, const64(operand.shape.dims[d])))
+                            b.icmp_signed("<", q, const64(shape.dims[d])))
                 if wd.base_dilation != 1:
                     ok = b.and_(ok, b.icmp_signed("==", b.srem(pos, const64(wd.base_dilation)), const64(0)))
                 inside = b.and_(inside, ok)
                 src.append(b.select(ok, q, const64(0)))
             with ctx.if_then(inside, "window"):
-                current = b.load(slot)
-                value = self.value(operand, tuple(src))
-                b.store(self.call_scalar(inst.attrs["to_apply"], [current, value])[0], slot)
-        return b.load(slot)
+                current = [b.load(slot) for slot in slots]
+                values = [self.value(o, tuple(src)) for o in operands]
+                for slot, v in zip(slots, self.call_scalar(inst.attrs["to_apply"], current + values)):
+                    b.store(v, slot)
+        results = [b.load(slot) for slot in slots]
+        return results if inst.shape.is_tuple else results[0]
 
     def _op_dot(self, inst, index):
         ctx, b = self.ctx, self.b
@@ -536,7 +605,9 @@ class ElementalEmitter:
                 li[l] = ri[r] = c[k]
             x = self._convert_to(self.value(lhs, tuple(li)), lhs.shape.element_type, t)
             y = self._convert_to(self.value(rhs, tuple(ri)), rhs.shape.element_type, t)
+            ctx.reassociate += 1
             b.store(self._multiply_add(b.load(slot), x, y, t), slot)
+            ctx.reassociate -= 1
         return round_to(b, b.load(slot), t)
 
     def _convert_to(self, value, frm: PrimitiveType, to: PrimitiveType):
@@ -546,10 +617,14 @@ class ElementalEmitter:
 
     def _multiply_add(self, acc, x, y, t: PrimitiveType):
         b = self.b
+        if t.is_complex:
+            product = scalar_ops._complex_op(self.ctx, None, "multiply", t, [x, y])
+            return scalar_ops._complex_op(self.ctx, None, "add", t, [acc, product])
         if t.is_pred:
             return b.or_(acc, b.and_(x, y))
         if t.is_float:
-            return b.fadd(acc, b.fmul(x, y, flags=["contract"]), flags=["contract"])
+            flags = ["contract", "reassoc"] if self.ctx.reassociate else ["contract"]
+            return b.fadd(acc, b.fmul(x, y, flags=flags), flags=flags)
         return b.add(acc, b.mul(x, y))
 
     def _op_convolution(self, inst, index):
@@ -603,3 +678,64 @@ class ElementalEmitter:
                 y = self._convert_to(self.value(rhs, tuple(ri)), rhs.shape.element_type, t)
                 b.store(self._multiply_add(b.load(slot), x, y, t), slot)
         return round_to(b, b.load(slot), t)
+
+    # -- fft as a direct DFT (O(N^2) per transform, in double precision)
+    def _op_fft(self, inst, index):
+        ctx, b = self.ctx, self.b
+        operand = inst.operands[0]
+        kind = inst.attrs["fft_type"]
+        lengths = list(inst.attrs["fft_length"])
+        rank = inst.shape.rank
+        first = rank - len(lengths)
+        src_t = operand.shape.element_type
+        f64 = ir.DoubleType()
+        re_slot, im_slot = ctx.alloca(f64, "fft.re"), ctx.alloca(f64, "fft.im")
+        b.store(ir.Constant(f64, 0.0), re_slot)
+        b.store(ir.Constant(f64, 0.0), im_slot)
+        sign = 1.0 if kind in ("IFFT", "IRFFT") else -1.0
+        with ctx.loop_nest(lengths) as n:
+            src = list(index[:first]) + list(n)
+            phase = ir.Constant(f64, 0.0)
+            for k, m, size in zip(index[first:], n, lengths):
+                turn = b.srem(b.mul(k, m), const64(size))  # exact: angles from integer turns
+                phase = b.fadd(phase, b.fdiv(b.sitofp(turn, f64), ir.Constant(f64, float(size))))
+            angle = b.fmul(phase, ir.Constant(f64, sign * 2 * math.pi))
+            cos = scalar_ops.call_math(ctx, "cosine", [angle], f64)
+            sin = scalar_ops.call_math(ctx, "sine", [angle], f64)
+            re, im = self._fft_input(inst, operand, src, first, lengths)
+            b.store(b.fadd(b.load(re_slot), b.fsub(b.fmul(re, cos), b.fmul(im, sin))), re_slot)
+            b.store(b.fadd(b.load(im_slot), b.fadd(b.fmul(re, sin), b.fmul(im, cos))), im_slot)
+        re, im = b.load(re_slot), b.load(im_slot)
+        if kind in ("IFFT", "IRFFT"):
+            scale = ir.Constant(f64, 1.0 / math.prod(lengths))
+            re, im = b.fmul(re, scale), b.fmul(im, scale)
+        t = inst.shape.element_type
+        if kind == "IRFFT":
+            return scalar_ops.convert(b, re, _F64, t)
+        part = _F64 if t.name == "c128" else _F32
+        cast = (lambda v: v) if part is _F64 else (lambda v: b.fptrunc(v, ir.FloatType()))
+        return scalar_ops.make_complex(b, compute_type(t), cast(re), cast(im))
+
+    def _fft_input(self, inst, operand, src, first, lengths):
+        """(re, im) in f64 of the transform's input at src (IRFFT: Hermitian extension)."""
+        b = self.b
+        t = operand.shape.element_type
+        f64 = ir.DoubleType()
+        if not t.is_complex:
+            return scalar_ops.convert(b, self.value(operand, tuple(src)), t, _F64), ir.Constant(f64, 0.0)
+        from ..shapes import real_type_of
+        part = real_type_of(t)
+        if inst.attrs["fft_type"] != "IRFFT":
+            re, im = scalar_ops.parts(b, self.value(operand, tuple(src)))
+            return scalar_ops.convert(b, re, part, _F64), scalar_ops.convert(b, im, part, _F64)
+        last = src[-1]
+        stored = operand.shape.dims[-1]
+        mirrored = b.icmp_signed(">=", last, const64(stored))
+        flipped = list(src)
+        for d in range(first, len(src)):
+            size = const64(lengths[d - first])
+            flipped[d] = b.srem(b.sub(size, src[d]), size)
+        position = tuple(b.select(mirrored, f, s) for f, s in zip(flipped, src))
+        re, im = scalar_ops.parts(b, self.value(operand, position))
+        re, im = scalar_ops.convert(b, re, part, _F64), scalar_ops.convert(b, im, part, _F64)
+        return re, b.select(mirrored, b.fneg(im), im)

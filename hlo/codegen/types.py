@@ -32,7 +32,7 @@ def is_supported_type(t: PrimitiveType) -> bool:
         return t.bits in (8, 16, 32, 64)
     if t.is_float:
         return t.name in ("f16", "bf16", "f32", "f64")
-    return False
+    return t.is_complex
 
 
 def check_shape_supported(shape: Shape, inst) -> None:
@@ -44,7 +44,14 @@ def check_shape_supported(shape: Shape, inst) -> None:
                         f"(in {inst.opcode} %{inst.name})", inst.loc)
 
 
+C64 = ir.LiteralStructType([F32, F32])
+C128 = ir.LiteralStructType([F64, F64])
+
+
 def compute_type(t: PrimitiveType) -> ir.Type:
+    """Register type of an element; complex numbers are {re, im} structs (numpy's layout)."""
+    if t.is_complex:
+        return C64 if t.name == "c64" else C128
     if t.is_pred:
         return I1
     if t.is_integral:
@@ -148,6 +155,10 @@ def store_element(b: ir.IRBuilder, value, base, shape: Shape, index) -> None:
 def constant_of(t: PrimitiveType, value):
     """An LLVM constant in compute type from a python/numpy scalar."""
     ty = compute_type(t)
+    if t.is_complex:
+        part = F32 if t.name == "c64" else F64
+        z = complex(value)
+        return ir.Constant(ty, [ir.Constant(part, z.real), ir.Constant(part, z.imag)])
     if t.is_pred:
         return ir.Constant(I1, int(bool(value)))
     if t.is_integral:

@@ -10,8 +10,11 @@ order where operands come first, each with the handler for its opcode (one
 small method per opcode or opcode family, found through `_HANDLERS`) and the
 slots of its operands; calls and fusions are inlined, pass-through ops cost
 nothing, and values computed from constants alone are computed once per
-evaluator. Called computations become `Combiner`s for the kernels (reduce,
-sort, scatter, map ...): the computation is evaluated *vectorised*, on whole
+evaluator. A plan then becomes one generated Python function (plan.py): one
+line per step, no dispatch loop, and where the declared types make it exact,
+the numpy call itself instead of the handler (`_specialise`); profile mode runs
+the steps one by one to time them. Called computations become `Combiner`s for
+the kernels (reduce, sort, scatter, map ...): the computation is evaluated *vectorised*, on whole
 arrays of scalars at once, when every instruction is a scalar elementwise op;
 otherwise it is evaluated element by element. Where numpy computes exactly
 what XLA does (IEEE f32/f64 arithmetic, wrapping integer arithmetic, matrix
@@ -39,6 +42,7 @@ from ..opcodes import OPCODES, Category
 from ..shapes import Shape, primitive_type, type_of_dtype
 from . import elementwise, indexing, linalg, linear, rng, sorting, windows
 from .combiner import Combiner
+from .plan import PlanCode
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Token
 
@@ -131,10 +135,14 @@ class _Plan:
     the broadcasting to numpy: fewer steps, less per-instruction overhead.
     """
 
-    __slots__ = ("computation", "steps", "static_steps", "param_slots", "root_slot", "size")
+    __slots__ = ("computation", "batched", "steps", "static_steps", "param_slots", "root_slot", "size", "code",
+                 "ran")
 
     def __init__(self, comp: Computation, batched: bool):
         builder = _PlanBuilder(batched)
+        self.batched = batched
+        self.code: Optional[PlanCode] = None  # the steps as generated Python, built on the second run
+        self.ran = False  # whether an evaluator has run the plan (step by step) yet
         params = {p.attrs["parameter_number"]: builder.new_slot(p.shape) for p in comp.parameters}
         self.computation = comp
         self.root_slot = builder.add_computation(comp, params)
@@ -397,7 +405,7 @@ class _Plans:
         self._lock = threading.Lock()
 
     def plan(self, comp: Computation, batched: bool = False) -> _Plan:
-        key = (id(comp), batched)
+        key = (comp, batched)  # (computations hash by identity)
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
@@ -405,6 +413,16 @@ class _Plans:
                 if plan is None:
                     plan = self._plans[key] = _Plan(comp, batched)
         return plan
+
+    def code(self, plan: _Plan) -> PlanCode:
+        """The plan's steps as one generated Python function (built once)."""
+        if plan.code is None:
+            with self._lock:
+                if plan.code is None:
+                    specialise = _specialise_batched if plan.batched else _specialise
+                    plan.code = PlanCode(plan.steps, plan.param_slots, plan.root_slot, specialise,
+                                         plan.computation.name)
+        return plan.code
 
     def attribute(self, inst: Instruction, build: Callable) -> Any:
         """build(inst) (e.g. DotDims.of), computed once per instruction."""
@@ -518,12 +536,29 @@ def _ieee_extremum(ufunc: np.ufunc, merge_bits: np.ufunc, is_max: bool) -> Calla
         uint = _UINT_OF_FLOAT[x.dtype]
         first, second = np.asarray(ufunc(x, y)), np.asarray(ufunc(y, x))
         return merge_bits(first.view(uint), second.view(uint)).view(x.dtype)
+
+    def given_constant(c) -> Optional[Callable]:
+        """The kernel's one-call form when an operand is the constant c, or None."""
+        if c != 0:
+            return ufunc
+        if is_max and not np.signbit(c):
+            return lambda x, y: ufunc(x, y) + c
+        return None
+
+    kernel.given_constant = given_constant
     return kernel
 
 
+def _extremum_given(kernel: Callable, operand: np.ndarray) -> Callable:
+    """kernel (an _ieee_extremum) specialised for one operand's value, known in advance."""
+    c = _broadcast_constant(operand)
+    return (kernel.given_constant(c) if c is not None else None) or kernel
+
+
 def _broadcast_constant(a: np.ndarray):
-    """The one value of an array that is a single value broadcast (all strides 0), else None."""
-    if a.ndim and a.size and not any(a.strides):
+    """The one value of an array that is a single value broadcast (all strides 0, or a
+    single element that numpy broadcasts), else None."""
+    if a.size == 1 or (a.size and not any(a.strides)):
         return a[(0,) * a.ndim]
     return None
 
@@ -551,6 +586,15 @@ _REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 # What kernels raise for inputs they cannot handle (numbers out of range included).
 _KERNEL_ERRORS = (ValueError, ArithmeticError)
+
+# np.errstate(all="ignore") costs microseconds per entry; setting numpy's error-state
+# context variable directly (what errstate does inside) costs a tenth of that.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_ERRORS
+    from numpy._core._ufunc_config import _make_extobj
+    _IGNORE_FP_ERRORS = _make_extobj(all="ignore")
+except (ImportError, TypeError):  # another numpy: use np.errstate
+    _FP_ERRORS = None
 
 
 class Evaluator:
@@ -581,6 +625,7 @@ class Evaluator:
         self._plans = plans if plans is not None else _Plans()
         self._combiners: dict[int, Combiner] = {}
         self._prefilled: dict[_Plan, list] = {}  # per plan: slots with the static values filled in
+        self._compiled: dict[_Plan, Callable] = {}  # per plan: its generated code bound to this evaluator
         self._entry_signature: Optional[list] = None
         self.profile: Optional[dict[Instruction, list]] = {} if profile else None
         self._child_time = 0.0
@@ -602,10 +647,9 @@ class Evaluator:
 
     def run(self, arguments: Sequence[Value]) -> Value:
         """Evaluate the entry computation on `arguments` (one value per parameter)."""
-        entry = self.module.entry
         if not self._arrays_match_entry(arguments):
-            check_arguments(entry, arguments)  # the full check, which explains any mismatch
-        return self.call(entry, tuple(arguments))
+            check_arguments(self.module.entry, arguments)  # the full check, which explains any mismatch
+        return self.call(self.module.entry, arguments)
 
     def _arrays_match_entry(self, arguments: Sequence[Value]) -> bool:
         """Quick check for the common case: one array of the exact dtype and dims per parameter."""
@@ -615,25 +659,51 @@ class Evaluator:
                 return False
             self._entry_signature = [(p.shape.element_type.dtype, tuple(p.shape.dims)) for p in params]
         signature = self._entry_signature
-        return len(arguments) == len(signature) and all(
-            type(a) is np.ndarray and a.dtype == dtype and a.shape == dims
-            for a, (dtype, dims) in zip(arguments, signature))
+        if len(arguments) != len(signature):
+            return False
+        for a, (dtype, dims) in zip(arguments, signature):  # (a loop: cheaper than all() here)
+            if type(a) is not np.ndarray or a.shape != dims or (a.dtype is not dtype and a.dtype != dtype):
+                return False
+        return True
 
     def call(self, comp: Computation, args: Sequence[Value]) -> Value:
         """Evaluate a computation on argument values."""
-        with np.errstate(all="ignore"):  # inf and NaN are values like any other here
-            return self._execute(self._plans.plan(comp), args)
+        if _FP_ERRORS is None:
+            with np.errstate(all="ignore"):  # inf and NaN are values like any other here
+                return self._execute(self._plans.plan(comp), args)
+        plan = self._plans.plan(comp)
+        token = _FP_ERRORS.set(_IGNORE_FP_ERRORS)  # np.errstate(all="ignore") without its overhead
+        try:
+            return self._execute(plan, args)
+        finally:
+            _FP_ERRORS.reset(token)
 
     # -- the interpreter loop
     def _execute(self, plan: _Plan, args: Sequence[Value]) -> Value:
+        if self.profile is not None:
+            return self._execute_stepwise(plan, args, self._run_steps_profiled)
+        run = self._compiled.get(plan)
+        if run is None:
+            if plan.code is None and not plan.ran:
+                # Generating code costs more than a run: only for plans that run again.
+                plan.ran = True
+                return self._execute_stepwise(plan, args, self._run_steps)
+            prefilled = self._prefilled.get(plan)
+            statics = prefilled if prefilled is not None else self._prefill(plan)
+            run = self._compiled[plan] = self._plans.code(plan).bind(self, statics)
+        try:
+            return run(args)
+        except _KERNEL_ERRORS as exc:
+            inst = plan.code.failing_instruction(exc.__traceback__) or plan.computation.root
+            raise self._kernel_error(inst, exc) from None
+
+    def _execute_stepwise(self, plan: _Plan, args: Sequence[Value], run_steps: Callable) -> Value:
+        """_execute step by step (run_steps: _run_steps, or _run_steps_profiled to time each step)."""
         prefilled = self._prefilled.get(plan)
         values = (prefilled if prefilled is not None else self._prefill(plan)).copy()
         for slot, number in plan.param_slots:
             values[slot] = args[number]
-        if self.profile is None:
-            self._run_steps(plan.steps, values)
-        else:
-            self._run_steps_profiled(plan.steps, values)
+        run_steps(plan.steps, values)
         return values[plan.root_slot]
 
     def _prefill(self, plan: _Plan) -> list:
@@ -1291,8 +1361,17 @@ def _ufunc_reduce(x: np.ndarray, init: np.ndarray, dims: tuple[int, ...], ufunc:
                   ) -> Optional[np.ndarray]:
     """reduce(x, init) with a computation that is `ufunc`, as one numpy reduction, for
     the dtypes where numpy computes exactly what XLA does; None where it does not apply."""
-    if x.dtype != init.dtype or x.dtype not in _REDUCIBLE.get(ufunc, ()) or x.size == 0 or init.ndim:
+    if not _ufunc_reducible(x.dtype, init.dtype, x.size, init.ndim, ufunc):
         return None
+    return _exact_ufunc_reduce(x, init, dims, ufunc)
+
+
+def _ufunc_reducible(x_dtype, init_dtype, size: int, init_rank: int, ufunc: np.ufunc) -> bool:
+    return x_dtype == init_dtype and x_dtype in _REDUCIBLE.get(ufunc, ()) and size > 0 and init_rank == 0
+
+
+def _exact_ufunc_reduce(x: np.ndarray, init: np.ndarray, dims: tuple[int, ...], ufunc: np.ufunc) -> np.ndarray:
+    """_ufunc_reduce where _ufunc_reducible holds."""
     total = _as_array(ufunc.reduce(x, axis=dims, dtype=x.dtype))  # (numpy would widen small ints)
     if x.dtype in _REAL_FLOATS and ufunc in (np.maximum, np.minimum):
         total = _signed_zero_extremum(x, dims, total, ufunc is np.maximum)
@@ -1316,9 +1395,10 @@ def _signed_zero_extremum(x: np.ndarray, dims, total: np.ndarray, is_max: bool) 
     return np.where(zero, np.where(found, signed_zero, other_zero), total)
 
 
-def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np.ndarray]:
+def _matmul_template(lhs_rank: int, rhs_rank: int, dims: DotDims) -> Optional[str]:
     """The dot as one np.matmul when its dimension numbers are a (batched) matrix
-    product up to a swap of the last two axes of an operand; else None.
+    product up to a swap of the last two axes of an operand: a Python expression
+    of `matmul`, `{0}` (lhs) and `{1}` (rhs); else None.
 
     Only for operands already of the result's float type, where dot_general would
     make the same BLAS call on the same values."""
@@ -1328,21 +1408,31 @@ def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np
             or len(dims.rhs_contracting) != 1):
         return None
     lc, rc = dims.lhs_contracting[0], dims.rhs_contracting[0]
-    if b == 0 and lc == lhs.ndim - 1 and rhs.ndim <= 2:  # [..., k] @ [k, n]: matmul broadcasts
-        return np.matmul(lhs, rhs if rc == 0 or rhs.ndim == 1 else rhs.T)
-    if lhs.ndim != b + 2 or rhs.ndim not in (b + 1, b + 2):
+    if b == 0 and lc == lhs_rank - 1 and rhs_rank <= 2:  # [..., k] @ [k, n]: matmul broadcasts
+        return "matmul({0}, {1})" if rc == 0 or rhs_rank == 1 else "matmul({0}, {1}.T)"
+    if lhs_rank != b + 2 or rhs_rank not in (b + 1, b + 2):
         return None
-    if lc == b:
-        lhs = lhs.swapaxes(-1, -2)
-    elif lc != b + 1:
+    if lc not in (b, b + 1) or rc not in (b, b + 1):
         return None
-    if rhs.ndim == b + 1:
-        return np.matmul(lhs, rhs[..., None])[..., 0] if rc == b else None
-    if rc == b + 1:
-        rhs = rhs.swapaxes(-1, -2)
-    elif rc != b:
+    lhs = "{0}.swapaxes(-1, -2)" if lc == b else "{0}"
+    if rhs_rank == b + 1:
+        return f"matmul({lhs}, {{1}}[..., None])[..., 0]" if rc == b else None
+    rhs = "{1}.swapaxes(-1, -2)" if rc == b + 1 else "{1}"
+    return f"matmul({lhs}, {rhs})"
+
+
+_MATMUL_FORMS: dict[str, Callable] = {}
+
+
+def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np.ndarray]:
+    """The dot as one np.matmul (see _matmul_template), or None."""
+    template = _matmul_template(lhs.ndim, rhs.ndim, dims)
+    if template is None:
         return None
-    return np.matmul(lhs, rhs)
+    form = _MATMUL_FORMS.get(template)
+    if form is None:
+        form = _MATMUL_FORMS[template] = eval("lambda a, b: " + template.format("a", "b"), {"matmul": np.matmul})
+    return form(lhs, rhs)
 
 
 def broadcast_view(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
@@ -1485,6 +1575,163 @@ def scaled_dot(lhs, rhs, lhs_scale, rhs_scale, dims: DotDims, result_type) -> np
         return elementwise.convert(values * factors, f32, result_type)
 
     return linear.dot_general(dequantise(lhs, lhs_scale), dequantise(rhs, rhs_scale), dims, result_type)
+
+
+# --------------------------------------------------------------------------- generated code
+
+def _specialise(step: tuple, args: list[str], bind: Callable[[Any], str], setup: Callable[[str], str],
+                statics: frozenset) -> Optional[str]:
+    """A step as a direct numpy expression of its operands' variables `args`, for
+    PlanCode, when the declared types make it exactly what the handler computes
+    (the handlers take the same fast paths after checking the same types at run
+    time); None keeps the handler call."""
+    handler, inst, operands, _ = step
+    if handler is Evaluator._h_tuple:
+        return "(" + "".join(a + ", " for a in args) + ")"
+    if handler is Evaluator._h_get_tuple_element:
+        return f"{args[0]}[{int(inst.attrs['index'])}]"
+    shape = inst.shape
+    in_shapes = [op.shape for op in inst.operands]
+    if shape is None or not shape.is_array or any(s is None or not s.is_array for s in in_shapes):
+        return None
+    in_types = [s.element_type.dtype for s in in_shapes]
+    emit = _EMITTERS.get(handler)
+    expr = emit(inst, args, in_types, bind) if emit is not None else None
+    if handler is Evaluator._h_binary and inst.opcode in _FAST_FLOAT_BINARY and expr is not None:
+        static = [a for a, slot in zip(args, operands) if slot in statics]
+        if static:  # max(x, 0) and the like: decide once per evaluator how to compute it
+            kernel = setup(f"{bind(_extremum_given)}({bind(_FAST_FLOAT_BINARY[inst.opcode])}, {static[0]})")
+            expr = f"{kernel}({args[0]}, {args[1]})"
+    if expr is not None and shape.rank == 0 and handler not in _KEEPS_ARRAYS:
+        expr = f"{bind(_as_array)}({expr})"  # numpy ufuncs give 0-d results as scalars
+    return expr
+
+
+def _specialise_batched(step: tuple, args: list[str], bind: Callable[[Any], str], setup: Callable[[str], str],
+                        statics: frozenset) -> Optional[str]:
+    """Vectorised computations: values are batches of scalars, so only the handlers
+    that do not look at shapes are written out."""
+    handler = step[0]
+    if handler is Evaluator._h_identity or handler is Evaluator._h_pass_through:
+        return args[0]
+    if handler is Evaluator._h_tuple or handler is Evaluator._h_get_tuple_element:
+        return _specialise(step, args, bind, setup, statics)
+    return None
+
+
+def _emit_unary(inst, args, in_types, bind) -> Optional[str]:
+    dtype = in_types[0]
+    fast = _FAST_UNARY.get(inst.opcode)
+    if fast is not None and dtype in fast[1]:
+        return f"{bind(fast[0])}({args[0]})"
+    if dtype in _REAL_FLOATS and inst.opcode in _FAST_FLOAT_UNARY:
+        fn, in_f64 = _FAST_FLOAT_UNARY[inst.opcode]
+        if in_f64 and dtype == _F32:
+            return f"{bind(fn)}({args[0]}.astype({bind(np.float64)})).astype({bind(_F32)})"
+        return f"{bind(fn)}({args[0]})"
+    return None
+
+
+def _emit_binary(inst, args, in_types, bind) -> Optional[str]:
+    if in_types[0] != in_types[1]:
+        return None
+    fast = _FAST_BINARY.get(inst.opcode)
+    if fast is not None and in_types[0] in fast[1]:
+        return f"{bind(fast[0])}({args[0]}, {args[1]})"
+    if in_types[0] in _REAL_FLOATS and inst.opcode in _FAST_FLOAT_BINARY:
+        return f"{bind(_FAST_FLOAT_BINARY[inst.opcode])}({args[0]}, {args[1]})"
+    return None
+
+
+def _emit_compare(inst, args, in_types, bind) -> Optional[str]:
+    kind = inst.attrs.get("type")
+    x, y = in_types
+    if x == y and ((kind in (None, "FLOAT") and x in _REAL_FLOATS) or (kind is None and x in _NATIVE_INTS)):
+        return f"{bind(_COMPARE_UFUNCS[inst.attrs['direction']])}({args[0]}, {args[1]})"
+    return None
+
+
+def _emit_select(inst, args, in_types, bind) -> Optional[str]:
+    pred, on_true, on_false = in_types
+    if pred == np.bool_ and on_true == on_false and on_true.kind != "V":
+        return f"{bind(np.where)}({', '.join(args)})"
+    return None
+
+
+def _emit_reshape(inst, args, in_types, bind) -> Optional[str]:
+    return f"{args[0]}.reshape({tuple(inst.shape.dims)!r})"
+
+
+def _emit_transpose(inst, args, in_types, bind) -> Optional[str]:
+    return f"{args[0]}.transpose({tuple(inst.attrs['dimensions'])!r})"
+
+
+def _compact_broadcast_expression(inst, arg: str) -> Optional[str]:
+    """_h_broadcast_compact as an expression, when its dimensions are in order and fit."""
+    dims = tuple(inst.attrs.get("dimensions", ()))
+    source, out_dims = inst.operands[0].shape.dims, inst.shape.dims
+    if len(dims) != len(source) or list(dims) != sorted(dims):
+        return None
+    expanded = [1] * len(out_dims)
+    for i, d in enumerate(dims):
+        if source[i] != out_dims[d] and source[i] != 1:
+            return None  # let the handler report it
+        expanded[d] = source[i]
+    if tuple(expanded) == tuple(source):
+        return arg
+    return f"{arg}.reshape({tuple(expanded)!r})"
+
+
+def _emit_broadcast_compact(inst, args, in_types, bind) -> Optional[str]:
+    """Where the new dimensions all lead, numpy's broadcasting (which aligns trailing
+    dimensions) needs no reshape: the operand itself will do."""
+    source = tuple(inst.operands[0].shape.dims)
+    dims = tuple(inst.attrs.get("dimensions", ()))
+    rank = inst.shape.rank
+    if dims == tuple(range(rank - len(source), rank)) and source == tuple(inst.shape.dims[rank - len(source):]):
+        return args[0]
+    return _compact_broadcast_expression(inst, args[0])
+
+
+def _emit_broadcast(inst, args, in_types, bind) -> Optional[str]:
+    compact = _compact_broadcast_expression(inst, args[0])
+    if compact is None:
+        return None
+    return f"{bind(broadcast_view)}({compact}, {tuple(inst.shape.dims)!r})"
+
+
+def _emit_dot(inst, args, in_types, bind) -> Optional[str]:
+    lhs, rhs = in_types
+    if not (lhs == rhs == inst.shape.element_type.dtype and lhs in _IEEE_FLOATS):
+        return None
+    template = _matmul_template(inst.operands[0].shape.rank, inst.operands[1].shape.rank, DotDims.of(inst))
+    if template is None:
+        return None
+    return template.replace("matmul", bind(np.matmul)).format(*args)
+
+
+def _emit_reduce(inst, args, in_types, bind) -> Optional[str]:
+    if len(args) != 2:
+        return None
+    ufunc = binary_ufunc(inst.attrs["to_apply"])
+    x_shape, init_shape = inst.operands[0].shape, inst.operands[1].shape
+    if ufunc is None or not _ufunc_reducible(in_types[0], in_types[1], x_shape.element_count(),
+                                             init_shape.rank, ufunc):
+        return None
+    dims = tuple(int(d) for d in inst.attrs["dimensions"])
+    return f"{bind(_exact_ufunc_reduce)}({args[0]}, {args[1]}, {dims!r}, {bind(ufunc)})"
+
+
+_EMITTERS: dict[Callable, Callable] = {
+    Evaluator._h_unary: _emit_unary, Evaluator._h_binary: _emit_binary, Evaluator._h_compare: _emit_compare,
+    Evaluator._h_select: _emit_select, Evaluator._h_reshape: _emit_reshape,
+    Evaluator._h_transpose: _emit_transpose, Evaluator._h_broadcast: _emit_broadcast,
+    Evaluator._h_broadcast_compact: _emit_broadcast_compact, Evaluator._h_dot: _emit_dot,
+    Evaluator._h_reduce: _emit_reduce,
+}
+# Handlers whose expressions always give arrays, 0-d ones included.
+_KEEPS_ARRAYS = frozenset({Evaluator._h_reshape, Evaluator._h_transpose, Evaluator._h_broadcast,
+                           Evaluator._h_broadcast_compact})
 
 
 # --------------------------------------------------------------------------- arguments

@@ -7,7 +7,7 @@ reaches a local fixed point per computation. The rules and their exact condition
 are documented in docs/ALGSIMP.md.
 
 What the pass never does:
-- touch side-effecting instructions (see `dce.has_side_effect`) or instructions tied
+- touch side-effecting instructions (see `analysis.has_side_effect`) or instructions tied
   by control dependencies (XLA skips those too);
 - change an instruction's shape: a replacement has the replaced instruction's shape,
   layout included, so bitcasts and the entry's program shape see the same layouts;
@@ -24,9 +24,9 @@ from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from ..shapes import PrimitiveType, Shape
 from .algsimp_rules import RULES
-from .dce import has_side_effect
+from .analysis import has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace
+from .rewrite import Rewriter, repeat_while_changing, replace
 
 MAX_SWEEPS = 50  # per computation; XLA's rerun limit is of the same order
 
@@ -49,11 +49,7 @@ class AlgebraicSimplifier(Pass):
 
 
 def simplify_computation(comp: Computation, state: "_PassState") -> bool:
-    changed = False
-    for _ in range(MAX_SWEEPS):
-        if not _sweep(comp, state):
-            break
-        changed = True
+    changed = repeat_while_changing(lambda: _sweep(comp, state), MAX_SWEEPS)
     if changed:
         _restore_operand_order(comp)
     return changed

@@ -269,14 +269,19 @@ def slice_dim_size(start: int, limit: int, stride: int) -> int:
 # =========================================================================== elementwise arithmetic
 
 
-def add_zero(ctx, inst):
-    """A + 0 -> A, 0 + A -> A (all types; floats: +0 and -0, as XLA)."""
+def _without_identity(ctx, inst, identity, commutative: bool):
+    """The other operand of a binary op whose right operand (or, if `commutative`, either) is all `identity`."""
     a, b = inst.operands
-    if is_all(b, 0) and ctx.can_replace(inst, a):
+    if is_all(b, identity) and ctx.can_replace(inst, a):
         return a
-    if is_all(a, 0) and ctx.can_replace(inst, b):
+    if commutative and is_all(a, identity) and ctx.can_replace(inst, b):
         return b
     return None
+
+
+def add_zero(ctx, inst):
+    """A + 0 -> A, 0 + A -> A (all types; floats: +0 and -0, as XLA)."""
+    return _without_identity(ctx, inst, 0, commutative=True)
 
 
 def subtract_self(ctx, inst):
@@ -289,20 +294,12 @@ def subtract_self(ctx, inst):
 
 def subtract_zero(ctx, inst):
     """A - 0 -> A."""
-    a, b = inst.operands
-    if is_all(b, 0) and ctx.can_replace(inst, a):
-        return a
-    return None
+    return _without_identity(ctx, inst, 0, commutative=False)
 
 
 def multiply_one(ctx, inst):
     """A * 1 -> A, 1 * A -> A (exact for every type)."""
-    a, b = inst.operands
-    if is_all(b, 1) and ctx.can_replace(inst, a):
-        return a
-    if is_all(a, 1) and ctx.can_replace(inst, b):
-        return b
-    return None
+    return _without_identity(ctx, inst, 1, commutative=True)
 
 
 def multiply_zero(ctx, inst):
@@ -327,10 +324,7 @@ def multiply_negations(ctx, inst):
 
 def divide_one(ctx, inst):
     """A / 1 -> A."""
-    a, b = inst.operands
-    if is_all(b, 1) and ctx.can_replace(inst, a):
-        return a
-    return None
+    return _without_identity(ctx, inst, 1, commutative=False)
 
 
 def power_special_exponents(ctx, inst):
@@ -598,8 +592,10 @@ def convert_round_trip(ctx, inst):
     return None
 
 
-def bitcast_convert_same_type(ctx, inst):
-    """bitcast-convert(A) to A's own type -> A."""
+def operand_of_same_shape(ctx, inst):
+    """An op producing its operand's own shape leaves it as it is -> A: bitcast-convert(A) to A's own
+    type, reshape(A) to A's shape, slice(A) covering all of A, dynamic-slice(A, ...) of A's whole
+    shape (the clamped start is 0)."""
     a = inst.operands[0]
     return a if ctx.can_replace(inst, a) else None
 
@@ -674,12 +670,6 @@ def reduce_precision_noop(ctx, inst):
 
 
 # =========================================================================== reshape, transpose, broadcast
-
-
-def reshape_noop(ctx, inst):
-    """reshape(A) to A's own shape -> A."""
-    a = inst.operands[0]
-    return a if ctx.can_replace(inst, a) else None
 
 
 def reshape_of_reshape(ctx, inst):
@@ -825,12 +815,6 @@ def iota_trivial(ctx, inst):
 
 
 # =========================================================================== slice, reverse, pad, concatenate
-
-
-def slice_full(ctx, inst):
-    """slice(A) covering all of A -> A."""
-    a = inst.operands[0]
-    return a if ctx.can_replace(inst, a) else None
 
 
 def slice_of_slice(ctx, inst):
@@ -1071,12 +1055,6 @@ def concatenate_repeated_unit(ctx, inst):
 
 
 # =========================================================================== dynamic slices, sort, map
-
-
-def dynamic_slice_whole(ctx, inst):
-    """dynamic-slice(A, ...) of A's whole shape -> A (the clamped start is 0)."""
-    a = inst.operands[0]
-    return a if ctx.can_replace(inst, a) else None
 
 
 def dynamic_slice_constant_starts(ctx, inst):
@@ -1361,22 +1339,22 @@ RULES = {
     "select": [select_same_branches, select_constant_predicate, select_of_not, select_pred_constants],
     "compare": [compare_constants, compare_same_operands, compare_unsigned_with_zero, compare_pred_with_constant],
     "convert": [convert_same_type, convert_round_trip],
-    "bitcast-convert": [bitcast_convert_same_type, bitcast_convert_chain],
+    "bitcast-convert": [operand_of_same_shape, bitcast_convert_chain],
     "copy": [copy_or_bitcast_noop, copy_of_copy],
     "bitcast": [copy_or_bitcast_noop, bitcast_of_bitcast],
     "reduce-precision": [reduce_precision_noop],
-    "reshape": [reshape_zero_elements, reshape_noop, reshape_of_reshape, reshape_of_broadcast],
+    "reshape": [reshape_zero_elements, operand_of_same_shape, reshape_of_reshape, reshape_of_broadcast],
     "transpose": [transpose_identity, transpose_of_transpose, transpose_of_degenerate_dims,
                   transpose_of_broadcast],
     "broadcast": [broadcast_as_reshape, broadcast_of_degenerate_reshape, broadcast_of_iota, broadcast_of_broadcast,
                   broadcast_drop_degenerate_dims],
     "iota": [iota_trivial],
-    "slice": [slice_full, slice_of_slice, slice_of_pad, slice_of_broadcast, slice_of_concatenate],
+    "slice": [operand_of_same_shape, slice_of_slice, slice_of_pad, slice_of_broadcast, slice_of_concatenate],
     "reverse": [reverse_trivial, reverse_of_reverse, reverse_of_broadcast],
     "pad": [pad_of_empty, pad_interior_on_unit_dims, pad_noop],
     "concatenate": [concatenate_single, concatenate_drop_empty, concatenate_flatten, concatenate_adjacent_slices,
                     concatenate_with_broadcast_scalar, concatenate_repeated_unit],
-    "dynamic-slice": [dynamic_slice_whole, dynamic_slice_constant_starts],
+    "dynamic-slice": [operand_of_same_shape, dynamic_slice_constant_starts],
     "dynamic-update-slice": [dynamic_update_slice_whole],
     "sort": [sort_trivial],
     "map": [map_trivial],

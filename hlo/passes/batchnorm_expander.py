@@ -25,7 +25,7 @@ import numpy as np
 from ..ir import Computation, Instruction, Module
 from ..shapes import S32, PrimitiveType, Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_computations
+from .rewrite import Rewriter, replace, unfused_instructions
 
 _BATCH_NORM_OPS = ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")
 
@@ -38,13 +38,10 @@ class BatchNormExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         add_computations: dict[str, Computation] = {}
-        changed = False
-        for comp in unfused_computations(module):
-            for inst in list(comp.instructions):
-                if inst.opcode in _BATCH_NORM_OPS:
-                    _Expansion(inst, rewriter, add_computations).run()
-                    changed = True
-        return changed
+        batch_norms = unfused_instructions(module, lambda inst: inst.opcode in _BATCH_NORM_OPS)
+        for inst in batch_norms:
+            _Expansion(inst, rewriter, add_computations).run()
+        return bool(batch_norms)
 
 
 def scalar_add_computation(module: Module, element_type: PrimitiveType, rewriter: Rewriter,

@@ -1,8 +1,9 @@
 """call-inliner: replace `call` instructions by the body of the computation they call."""
 from __future__ import annotations
 
-from ..ir import Computation, Instruction, Module, NameUniquer
+from ..ir import Module, NameUniquer
 from .pass_manager import Pass, register
+from .rewrite import inline_call
 
 
 @register
@@ -21,20 +22,3 @@ class CallInliner(Pass):
         if changed and module.entry is not None:
             module.remove_unreachable_computations()
         return changed
-
-
-def inline_call(call: Instruction, names: NameUniquer) -> None:
-    caller: Computation = call.parent
-    callee: Computation = call.attrs["to_apply"]
-    mapping: dict[int, Instruction] = {}
-    for inst in callee.instructions:
-        if inst.opcode == "parameter":
-            mapping[id(inst)] = call.operands[inst.attrs["parameter_number"]]
-            continue
-        copy = inst.clone([mapping[id(op)] for op in inst.operands], names.unique(inst.name))
-        copy.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors if id(p) in mapping]
-        caller.add(copy, before=call)
-        mapping[id(inst)] = copy
-    result = mapping[id(callee.root)]
-    call.replace_all_uses_with(result)
-    caller.remove(call)

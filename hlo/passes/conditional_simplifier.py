@@ -23,12 +23,9 @@ from typing import Optional
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .call_inliner import inline_call
-from .constant_folding import literal_value
-from .dce import has_side_effect
-from .flatten_call_graph import clone_computation
+from .analysis import has_control_dependencies, has_side_effect, literal_value, reachable_computations
 from .pass_manager import Pass, register
-from .rewrite import Rewriter
+from .rewrite import Rewriter, clone_computation, replace_by_inlined_call
 
 _CHANNEL_OPCODES = {"send", "send-done", "recv", "recv-done"}
 
@@ -73,18 +70,8 @@ def set_branch(cond: Instruction, index: int, comp: Computation) -> None:
 
 
 def _calls_channels(inst: Instruction) -> bool:
-    stack = list(inst.called_computations())
-    seen: set[int] = set()
-    while stack:
-        comp = stack.pop()
-        if id(comp) in seen:
-            continue
-        seen.add(id(comp))
-        for i in comp.instructions:
-            if i.opcode in _CHANNEL_OPCODES or i.attrs.get("channel_id") is not None:
-                return True
-            stack.extend(i.called_computations())
-    return False
+    return any(i.opcode in _CHANNEL_OPCODES or i.attrs.get("channel_id") is not None
+               for comp in reachable_computations(inst.called_computations()) for i in comp.instructions)
 
 
 def _gte_users_only(cond: Instruction) -> bool:
@@ -162,18 +149,12 @@ def chosen_branch(cond: Instruction) -> Optional[int]:
 
 
 def try_remove_conditional(cond: Instruction, rewriter: Rewriter) -> bool:
-    comp = cond.parent
-    if has_side_effect(cond) or cond.control_predecessors or any(cond in i.control_predecessors
-                                                                  for i in comp.instructions):
+    if has_side_effect(cond) or has_control_dependencies(cond):
         return False
     branch = chosen_branch(cond)
     if branch is None:
         return False
-    call = rewriter.add(comp, "call", cond.shape, [cond.operands[1 + branch]],
-                        {"to_apply": branches(cond)[branch]}, before=cond, name=cond.name, like=cond)
-    cond.replace_all_uses_with(call)
-    comp.remove(cond)
-    inline_call(call, rewriter.names)
+    replace_by_inlined_call(cond, branches(cond)[branch], cond.operands[1 + branch], rewriter)
     return True
 
 

@@ -17,22 +17,18 @@ value and a constant replaces the instruction. Not folded:
   a Python interpreter wants a smaller bound);
 * elided constants (`{...}`) and anything the interpreter fails on: left alone.
 
-Fusion computations are not folded into (as XLA). The module also provides
-`evaluate_cone`, which runs a piece of a computation through the interpreter.
+Fusion computations are not folded into (as XLA). The interpreter runs through
+`analysis.evaluate_cone`.
 """
 from __future__ import annotations
-
-from typing import Optional, Sequence
 
 import numpy as np
 
 from ..ir import Computation, Instruction, Module
-from ..literal import Literal
 from ..opcodes import OPCODES, Category
-from ..shapes import Shape
-from .dce import has_side_effect
+from .analysis import EvaluationError, evaluate_cone, has_control_dependencies, has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, unfused_computations
+from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
 
@@ -45,23 +41,13 @@ _ILLEGAL_INSIDE = {"while", "fft", "after-all", "rng", "rng-bit-generator", "rng
                    "replica-id", "partition-id"}
 
 
-class EvaluationError(Exception):
-    """The interpreter could not produce a value (unsupported op, elided constant ...)."""
-
-
 @register
 class ConstantFolding(Pass):
     name = "constant-folding"
     description = "Evaluate instructions whose operands are all constants and replace them by constants."
 
     def run(self, module: Module) -> bool:
-        rewriter = Rewriter(module)
-        changed = False
-        for comp in unfused_computations(module):
-            changed |= fold_computation(comp, rewriter)
-        return changed
-
-
+        return rewrite_unfused_computations(module, fold_computation)
 
 
 def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
@@ -115,17 +101,13 @@ def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
         return False
     if not _evaluable_here(inst):
         return False
-    if has_side_effect(inst) or inst.control_predecessors or _is_control_predecessor(inst):
+    if has_side_effect(inst) or has_control_dependencies(inst):
         return False
     if inst.opcode == "pad" and inst.operands[0].opcode == "broadcast":
         return False  # slow to evaluate for little gain (XLA skips it too)
     if _too_large(inst):
         return False
     return all(_callee_foldable(c, foldable_callees) for c in inst.called_computations())
-
-
-def _is_control_predecessor(inst: Instruction) -> bool:
-    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
 
 
 def _too_large(inst: Instruction) -> bool:
@@ -150,76 +132,8 @@ def _replace_and_remove_dead(old: Instruction, new: Instruction) -> None:
     work = [old]
     while work:
         inst = work.pop()
-        if inst.parent is not comp or inst.users or inst is comp.root or inst.opcode == "parameter":
-            continue
-        if has_side_effect(inst) or _is_control_predecessor(inst):
+        if inst.parent is not comp or not is_dead(inst):
             continue
         operands = list(inst.operands)
         comp.remove(inst)
         work.extend(operands)
-
-
-# --------------------------------------------------------------------------- evaluation
-
-def evaluate_cone(targets: Sequence[Instruction],
-                  bindings: Optional[dict[int, np.ndarray]] = None) -> list:
-    """Values of `targets` (instructions of one computation) computed by the interpreter.
-
-    Every instruction the targets depend on is evaluated too, except those bound
-    in `bindings` (id(instruction) -> numpy value in storage dtype), which become
-    inputs. The cone must reach no parameter that is not bound. Tuple-shaped
-    targets give tuples of values. Raises EvaluationError when the interpreter
-    cannot evaluate it.
-    """
-    from ..interpreter import Evaluator
-    cone, inputs = _cone_computation(targets, bindings or {})
-    shell = Module("constant_folding")
-    shell.computations, shell.entry = [cone], cone
-    try:
-        with np.errstate(all="ignore"):
-            result = Evaluator(shell).call(cone, inputs)
-    except Exception as err:  # any interpreter failure means "not evaluable"
-        raise EvaluationError(str(err)) from err
-    return [result] if len(targets) == 1 else list(result)
-
-
-def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.ndarray]):
-    """A computation (not in any module) computing tuple(targets) from the bound values."""
-    cone = Computation("cone")
-    mapping: dict[int, Instruction] = {}
-    inputs: list[np.ndarray] = []
-
-    def visit(inst: Instruction) -> Instruction:
-        if id(inst) in mapping:
-            return mapping[id(inst)]
-        if id(inst) in bindings:
-            new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
-                              attrs={"parameter_number": len(inputs)})
-            inputs.append(bindings[id(inst)])
-        elif inst.opcode == "parameter":
-            raise EvaluationError(f"{inst.name} is an unbound parameter")
-        elif inst.opcode == "constant" and inst.attrs["literal"].elided:
-            raise EvaluationError(f"the value of {inst.name} was elided")
-        else:
-            new = inst.clone([visit(op) for op in inst.operands], f"v.{len(mapping)}")
-            new.control_predecessors = []
-        mapping[id(inst)] = new
-        cone.add(new)
-        return new
-
-    leaves = [visit(t) for t in targets]
-    if len(leaves) == 1:
-        cone.root = leaves[0]
-    else:
-        cone.root = cone.add(Instruction("results", "tuple", Shape.tuple_of(t.shape for t in targets), leaves))
-    return cone, inputs
-
-
-def literal_value(inst: Instruction) -> Optional[np.ndarray]:
-    """The array of a non-elided array constant, else None."""
-    if inst.opcode != "constant":
-        return None
-    lit: Literal = inst.attrs["literal"]
-    if lit.elided or lit.is_tuple:
-        return None
-    return lit.array

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from .dce import has_side_effect
+from .analysis import has_side_effect
 from .pass_manager import Pass, register
 
 

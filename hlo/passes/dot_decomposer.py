@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..ir import Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_computations
+from .rewrite import Rewriter, replace, unfused_instructions
 
 
 @register
@@ -31,13 +31,10 @@ class DotDecomposer(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        changed = False
-        for comp in unfused_computations(module):
-            for inst in list(comp.instructions):
-                if inst.opcode == "dot" and needs_canonicalizing(inst):
-                    canonicalize_dot(inst, rewriter)
-                    changed = True
-        return changed
+        dots = unfused_instructions(module, lambda inst: inst.opcode == "dot" and needs_canonicalizing(inst))
+        for inst in dots:
+            canonicalize_dot(inst, rewriter)
+        return bool(dots)
 
 
 def is_canonical(shape: Shape, contracting, batch) -> bool:

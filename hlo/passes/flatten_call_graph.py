@@ -10,17 +10,14 @@ because async-start/-update/-done must share theirs.
 
 When a computation is called both from control flow and from an embedded
 context, every control-flow site gets its own clone.
-
-This module also provides `clone_computation`, which other passes use to copy a
-computation before changing it.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
 from .pass_manager import Pass, register
+from .rewrite import clone_computation
 
 # The attributes through which an opcode calls its control-flow callees.
 CONTROL_FLOW_ATTRS = {
@@ -28,46 +25,6 @@ CONTROL_FLOW_ATTRS = {
     "while": ("condition", "body"),
     "conditional": ("true_computation", "false_computation", "branch_computations"),
 }
-
-_CLONE_SUFFIX = re.compile(r"\.clone(\.\d+)?$")
-
-
-def clone_name(name: str, names: NameUniquer) -> str:
-    """`x` -> `x.clone`, `x.clone` -> `x.clone.1`: XLA's naming of clones."""
-    return names.unique(_CLONE_SUFFIX.sub("", name) + ".clone")
-
-
-def clone_computation(comp: Computation, names: NameUniquer, module: Optional[Module] = None,
-                      after: Optional[Computation] = None) -> tuple[Computation, dict[int, Instruction]]:
-    """A copy of `comp` (same callees) with fresh names, added to `module` right after `after` (or `comp`).
-
-    Returns the copy and the map from id(original instruction) to its copy.
-    """
-    copy = Computation(clone_name(comp.name, names), comp.loc)
-    copy.execution_thread = comp.execution_thread
-    copy.declared_result_shape = None
-    mapping: dict[int, Instruction] = {}
-    for inst in comp.post_order():
-        new = inst.clone([mapping[id(op)] for op in inst.operands], clone_name(inst.name, names))
-        mapping[id(inst)] = new
-        copy.add(new)
-    for inst in comp.instructions:
-        mapping[id(inst)].control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
-    # keep text order (post_order is stable w.r.t. it, but callers expect the original order)
-    copy.instructions = [mapping[id(i)] for i in comp.instructions]
-    copy.root = mapping[id(comp.root)] if comp.root is not None else None
-    if module is not None:
-        add_after(module, copy, after or comp)
-    return copy, mapping
-
-
-def add_after(module: Module, comp: Computation, anchor: Computation) -> None:
-    """Add `comp` right after `anchor`: after anchor's callees, before its callers."""
-    index = next((i for i, c in enumerate(module.computations) if c is anchor), None)
-    following = module.computations[index + 1] if index is not None and index + 1 < len(module.computations) \
-        else None
-    module.add_computation(comp, before=following)
-
 
 def control_flow_sites(module: Module) -> dict[int, list[tuple[Instruction, str, Optional[int]]]]:
     """id(callee) -> its control-flow call sites (instruction, attribute, index in a list attribute)."""

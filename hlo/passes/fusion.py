@@ -36,6 +36,7 @@ from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..opcodes import OPCODES, Category
+from .analysis import reachable_computations
 from .pass_manager import Pass, register
 
 # Non-elementwise opcodes XLA:CPU emits element by element inside loop fusions.
@@ -82,19 +83,7 @@ class InstructionFusion(Pass):
 
 def computations_to_fuse(module: Module) -> list[Computation]:
     """The entry and every computation run through call / while / conditional from it."""
-    order: list[Computation] = []
-    seen: set[int] = set()
-    stack = [module.entry]
-    while stack:
-        comp = stack.pop()
-        if id(comp) in seen:
-            continue
-        seen.add(id(comp))
-        order.append(comp)
-        for inst in comp.instructions:
-            if inst.opcode in CODE_CALLERS:
-                stack.extend(inst.called_computations())
-    return order
+    return reachable_computations([module.entry], lambda inst: inst.opcode in CODE_CALLERS)
 
 
 # --------------------------------------------------------------------------- instruction facts

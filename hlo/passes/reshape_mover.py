@@ -29,9 +29,9 @@ import numpy as np
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from ..shapes import Shape
-from .dce import has_side_effect
+from .analysis import has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_computations
+from .rewrite import Rewriter, repeat_while_changing, replace, rewrite_unfused_computations
 
 _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only bounds pathological inputs
 
@@ -42,14 +42,8 @@ class ReshapeMover(Pass):
     description = "Sink equivalent reshapes/transposes below elementwise ops so that rearranges cancel."
 
     def run(self, module: Module) -> bool:
-        rewriter = Rewriter(module)
-        changed = False
-        for comp in unfused_computations(module):
-            for _ in range(_MAX_ROUNDS):
-                if not sink_rearranges(comp, rewriter):
-                    break
-                changed = True
-        return changed
+        return rewrite_unfused_computations(
+            module, lambda comp, rewriter: repeat_while_changing(lambda: sink_rearranges(comp, rewriter), _MAX_ROUNDS))
 
 
 # --------------------------------------------------------------------------- rearranges

@@ -1,18 +1,23 @@
-"""Small building blocks passes share: making instructions, constants and replacements.
+"""Building blocks passes share to change a module: new instructions and constants,
+replacements, dead-code removal, tuple folding, cloning and inlining computations.
 
 A pass creates instructions with `Rewriter(module)`, which hands out XLA-style
 unique names (`add.3`) and inserts new instructions before the one they replace,
-so computations stay in a valid (operands-first) order.
+so computations stay in a valid (operands-first) order. (Facts that change
+nothing, such as side effects, are in analysis.py; while-loop surgery in
+while_loops.py.)
 """
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Callable, Optional
 
 import numpy as np
 
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..literal import Literal
 from ..shapes import Shape
+from .analysis import has_side_effect, is_control_predecessor, reachable_computations
 
 
 class Rewriter:
@@ -46,22 +51,38 @@ class Rewriter:
 
 def fusion_computations(module: Module) -> set[int]:
     """ids of the computations fusion instructions call (and everything those call)."""
-    out: set[int] = set()
-    stack = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
-    while stack:
-        comp = stack.pop()
-        if id(comp) in out:
-            continue
-        out.add(id(comp))
-        for inst in comp.instructions:
-            stack.extend(inst.called_computations())
-    return out
+    bodies = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
+    return {id(comp) for comp in reachable_computations(bodies)}
 
 
 def unfused_computations(module: Module) -> list[Computation]:
     """The computations passes rewrite: every one except fusion bodies (as XLA's passes skip them)."""
     fused = fusion_computations(module)
     return [comp for comp in module.computations if id(comp) not in fused]
+
+
+def rewrite_unfused_computations(module: Module, rewrite: Callable[[Computation, Rewriter], bool]) -> bool:
+    """Run `rewrite(comp, rewriter)` on every unfused computation, one Rewriter for all; whether any changed."""
+    rewriter = Rewriter(module)
+    changed = False
+    for comp in unfused_computations(module):
+        changed |= rewrite(comp, rewriter)
+    return changed
+
+
+def repeat_while_changing(step: Callable[[], bool], max_rounds: int) -> bool:
+    """Run `step` until it changes nothing, at most `max_rounds` times; whether any run changed something."""
+    changed = False
+    for _ in range(max_rounds):
+        if not step():
+            break
+        changed = True
+    return changed
+
+
+def unfused_instructions(module: Module, wanted: Callable[[Instruction], bool]) -> list[Instruction]:
+    """The instructions `wanted` picks in the unfused computations, listed before any is rewritten."""
+    return [inst for comp in unfused_computations(module) for inst in comp.instructions if wanted(inst)]
 
 
 def replace(old: Instruction, new: Instruction) -> None:
@@ -71,6 +92,120 @@ def replace(old: Instruction, new: Instruction) -> None:
     old.replace_all_uses_with(new)
     comp = old.parent
     if comp is not None and not old.users and old is not comp.root:
-        referenced = any(old in other.control_predecessors for other in comp.instructions)
-        if not referenced and old.opcode != "parameter":
+        if not is_control_predecessor(old) and old.opcode != "parameter":
             comp.remove(old)
+
+
+# --------------------------------------------------------------------------- dead code and tuples
+
+
+def is_dead(inst: Instruction) -> bool:
+    """Nothing needs `inst`: no users, not the root or a parameter, no side effect, nothing ordered after it."""
+    return not (inst is inst.parent.root or inst.users or inst.opcode == "parameter" or has_side_effect(inst)
+                or is_control_predecessor(inst))
+
+
+def remove_dead_instructions(comp: Computation) -> bool:
+    changed = False
+    for inst in reversed(list(comp.instructions)):
+        if is_dead(inst):
+            comp.remove(inst)
+            changed = True
+    return changed
+
+
+def simplify_tuples(comp: Computation) -> bool:
+    """gte(tuple(a, b), 1) -> b; tuple(gte(t, 0), ..., gte(t, n-1)) -> t (where the shapes agree)."""
+    changed = False
+    for inst in list(comp.instructions):
+        if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "tuple":
+            element = inst.operands[0].operands[inst.attrs["index"]]
+            if element.shape.compatible(inst.shape):
+                inst.replace_all_uses_with(element)
+                changed = True
+        elif inst.opcode == "tuple" and _rebuilds_one_tuple(inst):
+            source = inst.operands[0].operands[0]
+            if source.shape.compatible(inst.shape):
+                inst.replace_all_uses_with(source)
+                changed = True
+    return changed
+
+
+def _rebuilds_one_tuple(inst) -> bool:
+    ops = inst.operands
+    if not ops or any(op.opcode != "get-tuple-element" for op in ops):
+        return False
+    source = ops[0].operands[0]
+    return (source.shape.is_tuple and len(source.shape.tuple_shapes) == len(ops)
+            and all(op.operands[0] is source and op.attrs["index"] == i for i, op in enumerate(ops)))
+
+
+# --------------------------------------------------------------------------- cloning and inlining
+
+_CLONE_SUFFIX = re.compile(r"\.clone(\.\d+)?$")
+
+
+def clone_name(name: str, names: NameUniquer) -> str:
+    """`x` -> `x.clone`, `x.clone` -> `x.clone.1`: XLA's naming of clones."""
+    return names.unique(_CLONE_SUFFIX.sub("", name) + ".clone")
+
+
+def clone_computation(comp: Computation, names: NameUniquer, module: Optional[Module] = None,
+                      after: Optional[Computation] = None) -> tuple[Computation, dict[int, Instruction]]:
+    """A copy of `comp` (same callees) with fresh names, added to `module` right after `after` (or `comp`).
+
+    Returns the copy and the map from id(original instruction) to its copy.
+    """
+    copy = Computation(clone_name(comp.name, names), comp.loc)
+    copy.execution_thread = comp.execution_thread
+    copy.declared_result_shape = None
+    mapping: dict[int, Instruction] = {}
+    for inst in comp.post_order():
+        new = inst.clone([mapping[id(op)] for op in inst.operands], clone_name(inst.name, names))
+        mapping[id(inst)] = new
+        copy.add(new)
+    for inst in comp.instructions:
+        mapping[id(inst)].control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
+    # keep text order (post_order is stable w.r.t. it, but callers expect the original order)
+    copy.instructions = [mapping[id(i)] for i in comp.instructions]
+    copy.root = mapping[id(comp.root)] if comp.root is not None else None
+    if module is not None:
+        add_after(module, copy, after or comp)
+    return copy, mapping
+
+
+def add_after(module: Module, comp: Computation, anchor: Computation) -> None:
+    """Add `comp` right after `anchor`: after anchor's callees, before its callers."""
+    index = next((i for i, c in enumerate(module.computations) if c is anchor), None)
+    following = module.computations[index + 1] if index is not None and index + 1 < len(module.computations) \
+        else None
+    module.add_computation(comp, before=following)
+
+
+def inline_call(call: Instruction, names: NameUniquer) -> None:
+    """Replace `call` by copies of its callee's instructions (fresh names), in the caller."""
+    caller: Computation = call.parent
+    callee: Computation = call.attrs["to_apply"]
+    mapping: dict[int, Instruction] = {}
+    for inst in callee.instructions:
+        if inst.opcode == "parameter":
+            mapping[id(inst)] = call.operands[inst.attrs["parameter_number"]]
+            continue
+        copy = inst.clone([mapping[id(op)] for op in inst.operands], names.unique(inst.name))
+        copy.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors if id(p) in mapping]
+        caller.add(copy, before=call)
+        mapping[id(inst)] = copy
+    result = mapping[id(callee.root)]
+    call.replace_all_uses_with(result)
+    caller.remove(call)
+
+
+def replace_by_inlined_call(inst: Instruction, callee: Computation, operand: Instruction,
+                            rewriter: Rewriter) -> None:
+    """Replace `inst` by the instructions of `callee` applied to `operand` (a call in its place, inlined)."""
+    comp = inst.parent
+    call = rewriter.add(comp, "call", inst.shape, [operand], {"to_apply": callee}, before=inst, name=inst.name,
+                        like=inst)
+    inst.replace_all_uses_with(call)
+    comp.remove(inst)
+    inline_call(call, rewriter.names)

@@ -29,7 +29,7 @@ from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
 from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_computations
+from .rewrite import Rewriter, replace, unfused_instructions
 
 U32 = PRIMITIVE_TYPES["u32"]
 U64 = PRIMITIVE_TYPES["u64"]
@@ -53,13 +53,10 @@ class RngBitGeneratorExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         generators: dict[tuple, Computation] = {}
-        changed = False
-        for comp in unfused_computations(module):
-            for inst in list(comp.instructions):
-                if inst.opcode == "rng-bit-generator":
-                    expand(inst, rewriter, generators)
-                    changed = True
-        return changed
+        rngs = unfused_instructions(module, lambda inst: inst.opcode == "rng-bit-generator")
+        for inst in rngs:
+            expand(inst, rewriter, generators)
+        return bool(rngs)
 
 
 def expand(rng: Instruction, rewriter: Rewriter, generators: dict[tuple, Computation]) -> Instruction:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .flatten_call_graph import clone_computation
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, unfused_computations
+from .rewrite import Rewriter, clone_computation, unfused_computations
 
 
 @register

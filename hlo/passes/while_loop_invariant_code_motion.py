@@ -19,11 +19,10 @@ After hoisting, dead code is removed and tuples are simplified, as in XLA.
 from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
-from .dce import remove_dead_instructions
+from .analysis import has_side_effect_anywhere
 from .pass_manager import Pass, register
-from .rewrite import Rewriter
-from .tuple_simplifier import simplify_tuples
-from .while_loop_simplifier import has_side_effect, known_trip_count, rebuild_while
+from .rewrite import Rewriter, remove_dead_instructions, simplify_tuples
+from .while_loops import known_trip_count, rebuild_while, while_loops
 
 _NOT_WORTH_HOISTING_ALONE = {"constant", "reshape", "bitcast", "broadcast", "iota", "reverse", "slice",
                              "transpose", "tuple"}
@@ -37,9 +36,8 @@ class WhileLoopInvariantCodeMotion(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        loops = [i for c in module.callees_first() for i in c.instructions if i.opcode == "while"]
         changed = False
-        for loop in loops:
+        for loop in while_loops(module):
             if loop.parent is not None:
                 changed |= hoist_invariants(loop, rewriter)
         if changed:
@@ -95,7 +93,7 @@ def _instructions_to_hoist(body: Computation) -> list[Instruction]:
     hoisted: list[Instruction] = []
     controlled = {id(p) for i in body.instructions for p in i.control_predecessors}
     for inst in body.post_order():
-        if inst.opcode in ("parameter", "after-all") or inst is body.root or has_side_effect(inst):
+        if inst.opcode in ("parameter", "after-all") or inst is body.root or has_side_effect_anywhere(inst):
             continue
         if inst.control_predecessors or id(inst) in controlled or not inst.shape.is_array:
             continue

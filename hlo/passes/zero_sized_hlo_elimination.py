@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Computation, Instruction, Module
-from .dce import has_side_effect
+from .analysis import has_control_dependencies, has_side_effect
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_computations
+from .rewrite import Rewriter, replace, rewrite_unfused_computations
 
 
 @register
@@ -22,18 +22,7 @@ class ZeroSizedHloElimination(Pass):
     description = "Replace instructions producing zero-element arrays by empty constants."
 
     def run(self, module: Module) -> bool:
-        rewriter = Rewriter(module)
-        changed = False
-        for comp in unfused_computations(module):
-            changed |= eliminate_zero_sized(comp, rewriter)
-        return changed
-
-
-def _after(inst: Instruction):
-    """The instruction following `inst` in text order (None: it is the last)."""
-    instructions = inst.parent.instructions
-    index = instructions.index(inst)
-    return instructions[index + 1] if index + 1 < len(instructions) else None
+        return rewrite_unfused_computations(module, eliminate_zero_sized)
 
 
 def is_zero_element_array(inst: Instruction) -> bool:
@@ -47,9 +36,7 @@ def eliminate_zero_sized(comp: Computation, rewriter: Rewriter) -> bool:
     for inst in comp.post_order():
         if inst.parent is not comp or not is_zero_element_array(inst):
             continue
-        if inst.opcode == "constant" or has_side_effect(inst) or inst.control_predecessors:
-            continue
-        if any(inst in other.control_predecessors for other in comp.instructions):
+        if inst.opcode == "constant" or has_side_effect(inst) or has_control_dependencies(inst):
             continue
         if not inst.users and inst is not comp.root:
             continue  # nothing reads it: dce's business

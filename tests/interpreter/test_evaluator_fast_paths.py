@@ -5,11 +5,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from hlo import parse_module
 from hlo.attributes import DotDims
+from hlo.diagnostics import HloError
 from hlo.interpreter import elementwise, linear, windows
 from hlo.interpreter.combiner import Combiner
-from hlo.interpreter.evaluator import (_FAST_BINARY, _FAST_FLOAT_BINARY, _FAST_FLOAT_UNARY, Evaluator,
-                                       _matmul_form, _ufunc_reduce, bitcast, broadcast_view)
+from hlo.interpreter.evaluator import (
+    _FAST_BINARY,
+    _FAST_FLOAT_BINARY,
+    _FAST_FLOAT_UNARY,
+    Evaluator,
+    _extremum_given,
+    _matmul_form,
+    _ufunc_reduce,
+    bitcast,
+    broadcast_view,
+)
 from hlo.shapes import Layout, Shape, type_of_dtype
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, 3.4e38]
@@ -189,3 +200,148 @@ def test_float_functions_match_the_kernel_bit_for_bit(op, dtype, data):
         fast = Evaluator._h_unary(ev, Inst, [x])
         kernel = elementwise.UNARY[op](x, type_of_dtype(np.dtype(dtype)))
     assert fast.dtype == kernel.dtype and same_values(fast, kernel)
+
+
+# --------------------------------------------------------------------------- generated plan code
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+@pytest.mark.parametrize("constant", [0.0, -0.0, 6.0, -np.inf, np.nan])
+@settings(max_examples=30, deadline=None)
+@given(x=float_arrays(np.float32, 9))
+def test_extremum_specialised_for_a_known_operand_matches_the_kernel(op, constant, x):
+    for shape in ((1,), (), (9,)):  # a compact broadcast, a scalar, a zero-stride view
+        c = np.broadcast_to(np.float32(constant), shape)
+        kernel = _extremum_given(_FAST_FLOAT_BINARY[op], c)
+        for args in ((x, c), (c, x)):
+            with np.errstate(all="ignore"):
+                fast = np.asarray(kernel(*args))
+            full = [np.ascontiguousarray(np.broadcast_to(a, x.shape)) for a in args]
+            expected = elementwise.BINARY[op](*full, type_of_dtype(x.dtype))
+            assert same_values(fast, expected), (args, fast, expected)
+
+
+SPECIALISED_MODULE = """
+HloModule specialised
+
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+relu {
+  x = f32[3,4] parameter(0)
+  zero = f32[] constant(0)
+  zeros = f32[3,4] broadcast(zero), dimensions={}
+  ROOT r = f32[3,4] maximum(x, zeros)
+}
+
+ENTRY main {
+  x = f32[3,4] parameter(0)
+  bias = f32[4] parameter(1)
+  w = f32[4,2] parameter(2)
+  rowscale = f32[3] parameter(3)
+  b = f32[3,4] broadcast(bias), dimensions={1}
+  sum = f32[3,4] add(x, b)
+  r = f32[3,4] call(sum), to_apply=relu
+  rs = f32[3,4] broadcast(rowscale), dimensions={0}
+  scaled = f32[3,4] multiply(r, rs)
+  e = f32[3,4] exponential(scaled)
+  ninf = f32[] constant(-inf)
+  rowmax = f32[3] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  zero = f32[] constant(0)
+  total = f32[] reduce(e, zero), dimensions={0,1}, to_apply=add_f32
+  mx = f32[] reduce(rowmax, ninf), dimensions={0}, to_apply=max_f32
+  both = f32[] add(total, mx)
+  d = f32[3,2] dot(e, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[2,3] transpose(d), dimensions={1,0}
+  flat = f32[6] reshape(t)
+  lt = pred[3,4] compare(x, b), direction=LT
+  sel = f32[3,4] select(lt, x, b)
+  neg = f32[3,4] negate(sel)
+  mn = f32[3,4] minimum(neg, x)
+  ROOT out = (f32[6], f32[], f32[3], f32[3,4], f32[3,4]) tuple(flat, both, rowmax, mn, r)
+}
+"""
+
+
+def _specialised_inputs(seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    x[0, :2] = [-0.0, 0.0]
+    bias = np.array([0.0, -0.0, 0.5, np.nan], np.float32)
+    return [x, bias, rng.standard_normal((4, 2)).astype(np.float32), rng.standard_normal(3).astype(np.float32)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generated_code_computes_what_the_step_by_step_loop_does(seed):
+    module = parse_module(SPECIALISED_MODULE, "specialised.hlo")
+    args = _specialised_inputs(seed)
+    ev = Evaluator(module)
+    stepwise = ev.run(args)  # the first run goes step by step, the next ones run generated code
+    compiled = ev.run(args)
+    assert ev._plans.plan(module.entry).code is not None
+    assert len(compiled) == len(stepwise) == 5
+    for fast, slow in zip(compiled, stepwise):
+        assert type(fast) is np.ndarray and fast.dtype == slow.dtype and fast.shape == slow.shape
+        assert same_values(fast, slow)
+    relu = compiled[4]
+    assert not np.signbit(relu[0, :2]).any()  # max(-0, +0) is +0
+
+
+def test_generated_entry_code_calls_numpy_directly():
+    module = parse_module(SPECIALISED_MODULE, "specialised.hlo")
+    ev = Evaluator(module)
+    for _ in range(2):
+        ev.run(_specialised_inputs(0))
+    source = ev._plans.plan(module.entry).code.source
+    run_body = source.split("def run(args):")[1]
+    assert "(ev," not in run_body, source  # no handler calls left for these ops
+    assert "reshape((1, 4))" not in source  # a trailing broadcast is left to numpy
+
+
+def test_errors_in_generated_code_point_at_the_failing_instruction():
+    text = """
+HloModule m
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  n = s32[] parameter(1)
+  y = f32[4] negate(x)
+  ROOT s = f32[4] set-dimension-size(y, n), dimensions={0}
+}
+"""
+    module = parse_module(text, "m.hlo")
+    ev = Evaluator(module)
+    x = np.zeros(4, np.float32)
+    np.testing.assert_array_equal(ev.run([x, np.array(4, np.int32)]), x)
+    with pytest.raises(HloError) as info:
+        ev.run([x, np.array(3, np.int32)])
+    message = str(info.value)
+    assert "set-dimension-size failed" in message and "m.hlo:8:" in message, message
+
+
+def test_scalar_results_of_generated_code_are_arrays():
+    text = """
+HloModule m
+
+ENTRY main {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  e = f32[] exponential(s)
+  c = pred[] compare(a, b), direction=LT
+  ROOT t = (f32[], f32[], pred[]) tuple(s, e, c)
+}
+"""
+    ev = Evaluator(parse_module(text, "m.hlo"))
+    for _ in range(2):
+        out = ev.run([np.array(1, np.float32), np.array(2, np.float32)])
+    assert all(type(v) is np.ndarray and v.ndim == 0 for v in out)
+    assert out[0] == 3 and out[2]

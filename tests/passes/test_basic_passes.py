@@ -1,19 +1,13 @@
 """dce, cse, tuple-simplifier, call-inliner and the pipeline syntax."""
 import pytest
 
-from hlo import HloError, format_module, parse_module
-from hlo.passes.pass_manager import FixedPoint, available_passes, parse_pipeline, run_pipeline
-
-
-def body(text: str) -> str:
-    """The printed module without its header line, for compact expectations."""
-    return format_module(parse_module(text)).split("\n", 2)[2]
+from hlo import HloError
+from hlo.passes.pass_manager import FixedPoint, available_passes, parse_pipeline
+from pass_testing import body, optimised
 
 
 def run(text: str, pipeline: str) -> str:
-    module = parse_module(text)
-    run_pipeline(module, pipeline)
-    return format_module(module).split("\n", 2)[2]
+    return body(optimised(text, pipeline)[0])
 
 
 def test_registry_lists_names_and_descriptions():

@@ -1,35 +1,12 @@
 """dot-decomposer: expected output per rule, interpreter equivalence on random inputs."""
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
 from hlo.passes.dot_decomposer import is_canonical
-from hlo.passes.pass_manager import available_passes, run_pipeline
+from hlo.passes.pass_manager import available_passes
+from pass_testing import PassTester, assert_unchanged, body
 
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def random_inputs(module, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype) for p in module.entry.parameters]
-
-
-def optimise(text: str, pipeline: str = "dot-decomposer"):
-    before = parse_module(text)
-    after = parse_module(text)
-    changed = run_pipeline(after, pipeline)
-    check_module(after)
-    assert str(after.entry_program_shape()) == str(before.entry_program_shape())
-    for seed in range(2):
-        args = random_inputs(before, seed)
-        for want, got in zip(hlo.run(before, *args), hlo.run(after, *args)):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    return after, changed
+optimise = PassTester("dot-decomposer", seeds=(0, 1), rtol=1e-5, atol=1e-5).optimise
 
 
 def all_dots_canonical(module) -> bool:
@@ -67,9 +44,7 @@ ENTRY e {
   ROOT d = f32[3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 """]:
-        module = parse_module(text)
-        assert not run_pipeline(module, "dot-decomposer")
-        assert body(module) == body(parse_module(text))
+        assert_unchanged(text, "dot-decomposer")
 
 
 def test_batch_dims_moved_first_and_free_dims_merged():

@@ -3,28 +3,13 @@ import numpy as np
 
 import hlo
 from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.flatten_call_graph import CONTROL_FLOW_ATTRS, clone_computation, control_flow_sites
+from hlo.passes.flatten_call_graph import CONTROL_FLOW_ATTRS, control_flow_sites
+from hlo.passes.rewrite import clone_computation
 from hlo.ir import NameUniquer
-from hlo.passes.pass_manager import run_pipeline
+from pass_testing import PassTester
 
-
-def optimised(text: str, pipeline: str = "flatten-call-graph"):
-    module = parse_module(text)
-    changed = run_pipeline(module, pipeline)
-    check_module(module)
-    return module, changed
-
-
-def assert_same_outputs(text: str, pipeline: str = "flatten-call-graph", seeds=(0, 1, 2)):
-    before = parse_module(text)
-    after, _ = optimised(text, pipeline)
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        args = [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype)
-                for p in before.entry.parameters]
-        for got, want in zip(hlo.run(after, *args), hlo.run(before, *args)):
-            np.testing.assert_array_equal(got, want)
+FLATTEN_CALL_GRAPH = PassTester("flatten-call-graph", exact=True)
+optimised, assert_same_outputs = FLATTEN_CALL_GRAPH.optimised, FLATTEN_CALL_GRAPH.assert_same_outputs
 
 
 def assert_flat(module):

@@ -1,34 +1,25 @@
 """fusion: loop, reduction (kInput) and output (kOutput) fusion, duplication rules, semantics."""
-import numpy as np
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import hlo
 from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.fusion import reuses_operand_elements
 from hlo.passes.pass_manager import run_pipeline
+from hlo.passes.fusion import reuses_operand_elements
+from pass_testing import PassTester, body
+
+FUSION = PassTester("fusion", rtol=1e-5)
 
 
 def fuse(text: str) -> str:
     """The module after fusion, without its header line."""
-    module = parse_module(text)
-    run_pipeline(module, "fusion")
-    return format_module(module).split("\n", 2)[2]
+    return body(FUSION.optimised(text)[0])
 
 
 def assert_same_results(text: str, seed: int = 0, rtol: float = 1e-5) -> None:
     """Fusion keeps the module valid, canonical and computing the same values."""
-    before = parse_module(text)
-    after = parse_module(text)
-    run_pipeline(after, "fusion")
-    check_module(after)
-    printed = format_module(after)
-    assert format_module(parse_module(printed)) == printed
-    rng = np.random.default_rng(seed)
-    args = [rng.uniform(-2, 2, p.shape.dims).astype(p.shape.element_type.dtype) for p in before.entry.parameters]
-    for got, want in zip(hlo.run(parse_module(printed), *args), hlo.run(before, *args)):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
+    replace(FUSION, rtol=rtol).optimise(text, seeds=(seed,))
 
 
 CHAIN = """HloModule m
@@ -349,8 +340,7 @@ ENTRY main {
   ROOT r = f32[] reduce(v, z), dimensions={0}, to_apply=add_f32
 }
 """
-    module = parse_module(text)
-    run_pipeline(module, "fusion")
+    module, _ = FUSION.optimised(text)
     body = module.computation("body")
     assert [i.opcode for i in body.instructions].count("fusion") == 1
     assert [i.opcode for i in module.computation("add_f32").instructions] == [
@@ -410,8 +400,7 @@ ENTRY main {
 
 
 def test_softmax_fuses_without_recomputing_reductions():
-    module = parse_module(SOFTMAX)
-    run_pipeline(module, "fusion")
+    module, _ = FUSION.optimised(SOFTMAX)
     # exp(x - max) feeds both the sum and the division: computed once, not fused into either
     assert [i.opcode for i in module.entry.instructions] == [
         "parameter", "constant", "reduce", "fusion", "constant", "reduce", "fusion"]

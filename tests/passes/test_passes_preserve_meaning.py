@@ -5,10 +5,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from corpus_cases import (MODULES, SHARED, SHARED_MODULES, DATA, assert_matches_expected, case_arguments,
                           load_module, outputs)
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import available_passes, run_pipeline
+from hlo.passes.pass_manager import available_passes
 from hlo.passes.pipelines import pipeline_text
+from pass_testing import run_checked
 
 PASSES = sorted(available_passes())
 
@@ -16,12 +15,7 @@ PASSES = sorted(available_passes())
 def transform_and_compare(filename: str, pipeline: str, data=DATA) -> None:
     module = load_module(filename, data)
     args = case_arguments(module, filename, data)
-    program_shape = [str(s) for s in module.entry_program_shape().parameters], str(module.entry.root.shape)
-    run_pipeline(module, pipeline, verify_each=True)
-    check_module(module)
-    assert ([str(s) for s in module.entry_program_shape().parameters], str(module.entry.root.shape)) == program_shape
-    text = format_module(module)
-    assert format_module(parse_module(text, "printed")) == text, "printed module is not a fixed point"
+    run_checked(module, pipeline)
     assert_matches_expected(filename, outputs(module, args), data)
 
 

@@ -4,39 +4,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import available_passes, run_pipeline
+from hlo import parse_module
+from hlo.passes.pass_manager import available_passes
+from pass_testing import PassTester, assert_unchanged, body, optimised
 
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def random_inputs(module, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in module.entry.parameters:
-        s = p.shape
-        if s.element_type.is_float:
-            out.append(rng.standard_normal(s.dims).astype(s.element_type.dtype))
-        else:
-            out.append(rng.integers(-5, 5, s.dims).astype(s.element_type.dtype))
-    return out
-
-
-def optimise(text: str, pipeline: str = "reshape-mover,dce"):
-    """(module after the pipeline, checked and compared with the original on random inputs)."""
-    before = parse_module(text)
-    after = parse_module(text)
-    changed = run_pipeline(after, pipeline)
-    check_module(after)
-    assert str(after.entry_program_shape()) == str(before.entry_program_shape())
-    for seed in range(2):
-        args = random_inputs(before, seed)
-        for want, got in zip(hlo.run(before, *args), hlo.run(after, *args)):
-            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-    return after, changed
+optimise = PassTester("reshape-mover,dce", seeds=(0, 1), ints=(-5, 5)).optimise
 
 
 def test_registered():
@@ -203,9 +175,7 @@ ENTRY e {
 
 def test_unchanged_cases():
     for why, text in UNCHANGED.items():
-        module = parse_module(text)
-        assert not run_pipeline(module, "reshape-mover"), why
-        assert body(module) == body(parse_module(text)), why
+        assert_unchanged(text, "reshape-mover", why)
 
 
 def test_rng_operand_gets_an_explicit_rearrange_and_stays():
@@ -219,9 +189,8 @@ ENTRY e {
   ROOT a = f32[3,2] add(t, u)
 }
 """
-    module = parse_module(text)
-    assert run_pipeline(module, "reshape-mover,dce")
-    check_module(module)
+    module, changed = optimised(text, "reshape-mover,dce")
+    assert changed
     assert body(module) == """ENTRY %e (p: f32[2,3]) -> f32[3,2] {
   %p = f32[2,3]{1,0} parameter(0)
   %lo = f32[] constant(0)

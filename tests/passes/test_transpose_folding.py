@@ -1,34 +1,11 @@
 """transpose-folding: expected output per rule, interpreter equivalence on random inputs."""
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import available_passes, run_pipeline
+from hlo.passes.pass_manager import available_passes
+from pass_testing import PassTester, assert_unchanged, body
 
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def random_inputs(module, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype) for p in module.entry.parameters]
-
-
-def optimise(text: str, pipeline: str = "transpose-folding,dce"):
-    before = parse_module(text)
-    after = parse_module(text)
-    changed = run_pipeline(after, pipeline)
-    check_module(after)
-    assert str(after.entry_program_shape()) == str(before.entry_program_shape())
-    for seed in range(2):
-        args = random_inputs(before, seed)
-        for want, got in zip(hlo.run(before, *args), hlo.run(after, *args)):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    return after, changed
+optimise = PassTester("transpose-folding,dce", seeds=(0, 1), rtol=1e-5, atol=1e-5).optimise
 
 
 def test_registered():
@@ -80,9 +57,7 @@ ENTRY e {
   ROOT d = f32[4,3,6] dot(ta, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
 }
 """
-    module = parse_module(text)
-    assert not run_pipeline(module, "transpose-folding")
-    assert body(module) == body(parse_module(text))
+    assert_unchanged(text, "transpose-folding")
 
 
 def test_transpose_with_other_users_folds_and_stays():

@@ -1,36 +1,9 @@
 """while-loop-invariant-code-motion: expected output, and interpreter equivalence on random inputs."""
-import numpy as np
-
-import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import run_pipeline
+from pass_testing import PassTester, body
 
 PASS = "while-loop-invariant-code-motion"
-
-
-def optimised(text: str, pipeline: str = PASS):
-    module = parse_module(text)
-    changed = run_pipeline(module, pipeline)
-    check_module(module)
-    return module, changed
-
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def assert_same_outputs(text: str, pipeline: str = PASS, seeds=(0, 1, 2)):
-    before = parse_module(text)
-    after, _ = optimised(text, pipeline)
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        args = [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype)
-                if p.shape.element_type.is_float else
-                rng.integers(0, 4, p.shape.dims).astype(p.shape.element_type.dtype)
-                for p in before.entry.parameters]
-        for got, want in zip(hlo.run(after, *args), hlo.run(before, *args)):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+LICM = PassTester(PASS, rtol=1e-5, atol=1e-6, ints=(0, 4))
+optimised, assert_same_outputs = LICM.optimised, LICM.assert_same_outputs
 
 
 def loop(body_lines: str, state: str = "(s32[], f32[4], f32[4,4], f32[4])", trips: int = 3) -> str:

@@ -1,38 +1,14 @@
 """while-loop-simplifier: expected output per rule, and interpreter equivalence on random inputs."""
-import numpy as np
 import pytest
 
-import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import run_pipeline
-from hlo.passes.while_loop_simplifier import dead_state_indices, known_trip_count
+from hlo import parse_module
+from pass_testing import PassTester, body
+from hlo.passes.while_loop_simplifier import dead_state_indices
+from hlo.passes.while_loops import known_trip_count
 
-
-def optimised(text: str, pipeline: str = "while-loop-simplifier"):
-    module = parse_module(text)
-    changed = run_pipeline(module, pipeline)
-    check_module(module)
-    return module, changed
-
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def assert_same_outputs(text: str, pipeline: str = "while-loop-simplifier", seeds=(0, 1, 2)):
-    before = parse_module(text)
-    after, _ = optimised(text, pipeline)
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        args = [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype)
-                if p.shape.element_type.is_float else
-                rng.integers(-3, 4, p.shape.dims).astype(p.shape.element_type.dtype)
-                for p in before.entry.parameters]
-        got, want = hlo.run(after, *args), hlo.run(before, *args)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-6)
+WHILE_LOOP_SIMPLIFIER = PassTester("while-loop-simplifier", rtol=1e-6, atol=0, ints=(-3, 4))
+optimised, assert_same_outputs = WHILE_LOOP_SIMPLIFIER.optimised, WHILE_LOOP_SIMPLIFIER.assert_same_outputs
+assert_unchanged = WHILE_LOOP_SIMPLIFIER.assert_unchanged
 
 
 def counted_loop(limit: str, start: str = "0", step: str = "1", direction: str = "LT") -> str:
@@ -111,9 +87,7 @@ def test_trip_count_one_loop_becomes_its_body():
 def test_longer_or_unknown_loops_stay():
     for text in (counted_loop("2"), counted_loop("1").replace("start = s32[] constant(0)",
                                                              "start = s32[] parameter(1)")):
-        module, changed = optimised(text)
-        assert not changed
-        assert body(module) == body(parse_module(text))
+        assert_unchanged(text)
 
 
 def test_side_effects_keep_short_loops():

@@ -1,35 +1,8 @@
 """zero-sized-hlo-elimination: expected output, and interpreter equivalence on random inputs."""
-import numpy as np
+from pass_testing import PassTester, body
 
-import hlo
-from hlo import format_module, parse_module
-from hlo.checker import check_module
-from hlo.passes.pass_manager import run_pipeline
-
-
-def optimised(text: str, pipeline: str = "zero-sized-hlo-elimination"):
-    module = parse_module(text)
-    changed = run_pipeline(module, pipeline)
-    check_module(module)
-    return module, changed
-
-
-def body(module) -> str:
-    return format_module(module).split("\n", 2)[2]
-
-
-def assert_same_outputs(text: str, pipeline: str, seeds=(0, 1, 2)):
-    before = parse_module(text)
-    after, _ = optimised(text, pipeline)
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        args = [rng.standard_normal(p.shape.dims).astype(p.shape.element_type.dtype)
-                for p in before.entry.parameters]
-        got, want = hlo.run(after, *args), hlo.run(before, *args)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape and g.dtype == w.dtype
-            np.testing.assert_array_equal(g, w)
+ZERO_SIZED_HLO_ELIMINATION = PassTester("zero-sized-hlo-elimination", exact=True)
+optimised, assert_same_outputs = ZERO_SIZED_HLO_ELIMINATION.optimised, ZERO_SIZED_HLO_ELIMINATION.assert_same_outputs
 
 
 ZERO_SIZED = """HloModule m

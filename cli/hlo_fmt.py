@@ -1,0 +1,79 @@
+"""hlo-fmt: format HLO files with the canonical printer, keeping their comments.
+
+    hlo-fmt FILE...            rewrite each file in place (atomically) when it changes
+    hlo-fmt --stdout FILE...   print the formatted text instead
+    hlo-fmt -                  read standard input, print to standard output
+    hlo-fmt --check FILE...    change nothing; exit 1 if some file would be reformatted
+
+The rules are those of the language server's formatting (hlo.lsp.formatting): a
+comment on its own line stays before the next statement, a comment at the end of
+a line stays at the end of that line, and a file with a comment inside a
+statement (or with errors) is left alone and reported. Exit status: 0 when every
+file is formatted (or, with --check, already was), 1 otherwise.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from hlo.diagnostics import HloError
+from hlo.lsp.formatting import FormatResult, format_text
+from .common import EXIT_USER_ERROR, UsageError, read_text, tool_main, write_atomic
+
+
+def _location(name: str, text: str, offset: int) -> str:
+    if offset < 0:
+        return name
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"{name}:{line}:{column}"
+
+
+def _report_refusal(name: str, text: str, result: FormatResult) -> None:
+    if result.errors:
+        click.echo(HloError(result.errors).render(), err=True)
+        click.echo(f"{name}: error: not formatted: fix the errors above first", err=True)
+        return
+    click.echo(f"{_location(name, text, result.offset)}: error: cannot format: {result.reason}", err=True)
+
+
+def _format_one(path: str, check: bool, to_stdout: bool) -> bool:
+    """Format one file; False if it could not be formatted (or, with check, would change)."""
+    name, text = read_text(path)
+    result = format_text(text, name)
+    if result.text is None:
+        _report_refusal(name, text, result)
+        return False
+    if check:
+        if result.text != text:
+            click.echo(f"would reformat {name}", err=True)
+            return False
+        return True
+    if to_stdout or path == "-":
+        sys.stdout.write(result.text)
+        sys.stdout.flush()
+    elif result.text != text:
+        write_atomic(path, result.text)
+        click.echo(f"reformatted {name}", err=True)
+    return True
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("files", nargs=-1, required=True)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would be reformatted.")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print formatted text instead of rewriting files.")
+@tool_main
+def main(files, check, to_stdout):
+    """Format HLO files in place (or to stdout) with the canonical printer, keeping comments."""
+    if files.count("-") > 1:
+        raise UsageError("standard input ('-') can be given only once")
+    ok = True
+    for path in files:
+        ok = _format_one(path, check, to_stdout) and ok
+    if not ok:
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":
+    main()

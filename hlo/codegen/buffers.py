@@ -1,0 +1,277 @@
+"""Buffer assignment: which memory holds every array value of the module.
+
+The entry computation and everything it reaches through control flow (while,
+conditional, call) is walked in emission order; each visited instruction gets a
+position. Every array leaf an instruction defines gets a `Buffer`; parameters,
+get-tuple-element, tuple, bitcast and call results alias existing buffers, and
+constants live in read-only globals. A buffer is live from its definition to its
+last use; a buffer defined outside a while loop and used inside it stays live to
+the loop's end. Temporaries are packed first-fit into one 64-byte aligned arena
+(buffers with disjoint live ranges share memory). Entry result leaves defined by
+the module are written straight into the caller's result buffers, and a
+dynamic-update-slice whose operand dies there updates that buffer in place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..ir import Computation, Instruction, Module
+from ..shapes import Shape
+
+ALIGN = 64
+ALIASING_OPS = ("parameter", "tuple", "get-tuple-element", "call", "constant")
+
+
+@dataclass(eq=False)
+class Buffer:
+    """Memory for one array leaf: in the arena, a parameter, a result or a constant."""
+
+    shape: Shape
+    kind: str = "arena"           # arena | param | result | constant
+    number: int = 0               # parameter leaf / result leaf number
+    offset: int = 0               # arena offset
+    start: int = 0
+    end: int = 0
+    constant: Optional[Instruction] = None
+
+    @property
+    def size(self) -> int:
+        return self.shape.byte_size()
+
+
+@dataclass
+class Assignment:
+    values: dict = field(default_factory=dict)        # id(inst) -> Buffer or tuple of values
+    while_swaps: dict = field(default_factory=dict)   # id(while) -> {leaf k: temp Buffer}
+    scratch: dict = field(default_factory=dict)       # id(inst) -> Buffer of working memory
+    in_place: set = field(default_factory=set)        # id(inst) updated in its operand's buffer
+    result_copies: list = field(default_factory=list)  # (result j, source Buffer)
+    results: list = field(default_factory=list)       # result leaf shapes
+    params: list = field(default_factory=list)        # parameter leaf shapes
+    temp_bytes: int = 0
+
+    def value(self, inst: Instruction):
+        return self.values[id(inst)]
+
+
+def leaves_of(value) -> list:
+    if isinstance(value, tuple):
+        out = []
+        for v in value:
+            out.extend(leaves_of(v))
+        return out
+    return [value]
+
+
+def _new_value(shape: Shape, pos: int, all_buffers: list):
+    if shape.is_tuple:
+        return tuple(_new_value(s, pos, all_buffers) for s in shape.tuple_shapes)
+    buf = Buffer(shape, start=pos, end=pos)
+    all_buffers.append(buf)
+    return buf
+
+
+class _Assigner:
+    def __init__(self, module: Module):
+        self.module = module
+        self.a = Assignment()
+        self.pos = 0
+        self.buffers: list[Buffer] = []
+        self.loops: list[set] = []   # buffers used inside each active while
+        self.loop_start = -1         # position where the innermost active while began
+
+    def run(self) -> Assignment:
+        entry = self.module.entry
+        params = []
+        number = 0
+        for p in sorted(entry.parameters, key=lambda p: p.attrs["parameter_number"]):
+            value, number = self._param_value(p.shape, number)
+            params.append(value)
+        self.a.params = [leaf for p in params for leaf in leaves_of(p)]
+        self.a.params = [b.shape for b in self.a.params]
+        self.visit(entry, params)
+        self._bind_results(entry)
+        self._pack()
+        return self.a
+
+    def _param_value(self, shape: Shape, number: int):
+        if shape.is_tuple:
+            out = []
+            for s in shape.tuple_shapes:
+                v, number = self._param_value(s, number)
+                out.append(v)
+            return tuple(out), number
+        return Buffer(shape, kind="param", number=number), number + 1
+
+    def use(self, value) -> None:
+        for buf in map(resolve, leaves_of(value)):
+            buf.end = max(buf.end, self.pos)
+            for used in self.loops:
+                used.add(buf)
+
+    def visit(self, comp: Computation, param_values: list) -> None:
+        values = self.a.values
+        for inst in comp.post_order():
+            self.pos += 1
+            for op in inst.operands:
+                self.use(values[id(op)])
+            self._add_scratch(inst)
+            handler = getattr(self, "_" + inst.opcode.replace("-", "_"), None)
+            if handler is not None:
+                values[id(inst)] = handler(inst, param_values)
+            else:
+                values[id(inst)] = _new_value(inst.shape, self.pos, self.buffers)
+
+    def _add_scratch(self, inst: Instruction) -> None:
+        from .special_kernels import scratch_bytes
+        size = scratch_bytes(inst)
+        if size:
+            buf = Buffer(Shape.array("u8", (size,)), start=self.pos, end=self.pos)
+            self.buffers.append(buf)
+            self.a.scratch[id(inst)] = buf
+
+    # -- aliasing and control flow
+    def _parameter(self, inst, param_values):
+        return param_values[inst.attrs["parameter_number"]]
+
+    def _constant(self, inst, _):
+        return Buffer(inst.shape, kind="constant", constant=inst, start=self.pos, end=self.pos)
+
+    def _tuple(self, inst, _):
+        return tuple(self.a.values[id(op)] for op in inst.operands)
+
+    def _get_tuple_element(self, inst, _):
+        return self.a.values[id(inst.operands[0])][inst.attrs["index"]]
+
+    def _bitcast(self, inst, _):
+        source = self.a.values[id(inst.operands[0])]
+        if inst.operands[0].shape.element_type is inst.shape.element_type and isinstance(source, Buffer) \
+                and resolve(source).kind != "constant":
+            return _Alias(inst.shape, source)
+        return _new_value(inst.shape, self.pos, self.buffers)
+
+    def _call(self, inst, _):
+        callee = inst.attrs["to_apply"]
+        self.visit(callee, [self.a.values[id(op)] for op in inst.operands])
+        return self.a.values[id(callee.root)]
+
+    def _while(self, inst, _):
+        state = _new_value(inst.shape, self.pos, self.buffers)
+        start = self.pos
+        used: set = set()
+        self.loops.append(used)
+        outer_start, self.loop_start = self.loop_start, start
+        self.visit(inst.attrs["condition"], [state])
+        self.use(self.a.values[id(inst.attrs["condition"].root)])
+        body = inst.attrs["body"]
+        self.visit(body, [state])
+        self.pos += 1
+        root_value = self.a.values[id(body.root)]
+        self.use(root_value)
+        state_leaves = leaves_of(state)
+        swaps = {}
+        for k, leaf in enumerate(leaves_of(root_value)):
+            if leaf in state_leaves and state_leaves.index(leaf) != k:
+                swaps[k] = _new_value(leaf.shape, self.pos, self.buffers)
+        self.a.while_swaps[id(inst)] = swaps
+        self.pos += 1
+        self.loops.pop()
+        self.loop_start = outer_start
+        for buf in used | set(state_leaves) | set(swaps.values()):
+            if buf.start <= start:
+                buf.end = max(buf.end, self.pos)
+            for outer in self.loops:
+                outer.add(buf)
+        return state
+
+    def _conditional(self, inst, _):
+        out = _new_value(inst.shape, self.pos, self.buffers)
+        for k, branch in enumerate(branch_computations(inst)):
+            self.visit(branch, [self.a.values[id(inst.operands[k + 1])]])
+            self.pos += 1
+            self.use(self.a.values[id(branch.root)])
+        self.use(out)
+        return out
+
+    def _dynamic_update_slice(self, inst, _):
+        return self._maybe_in_place(inst, inst.operands[0])
+
+    def _fusion(self, inst, _):
+        root = inst.attrs["calls"].root
+        target = root.operands[0] if root.opcode == "dynamic-update-slice" else None
+        if target is not None and target.opcode == "parameter" and len(target.users) == 1:
+            operand = inst.operands[target.attrs["parameter_number"]]
+            if sum(op is operand for op in inst.operands) == 1:
+                return self._maybe_in_place(inst, operand)
+        return _new_value(inst.shape, self.pos, self.buffers)
+
+    def _maybe_in_place(self, inst, operand):
+        source = self.a.values[id(operand)]
+        if (isinstance(source, Buffer) and source.kind == "arena" and len(operand.users) == 1
+                and operand.opcode not in ALIASING_OPS and source.start > self.loop_start):
+            self.a.in_place.add(id(inst))
+            return source
+        return _new_value(inst.shape, self.pos, self.buffers)
+
+    # -- results and packing
+    def _bind_results(self, entry: Computation) -> None:
+        root_value = self.a.values[id(entry.root)]
+        claimed = set()
+        for j, leaf in enumerate(leaves_of(root_value)):
+            self.a.results.append(leaf.shape)
+            target = resolve(leaf)
+            if target.kind == "arena" and id(target) not in claimed and target.shape.compatible(leaf.shape) \
+                    and target.shape.minor_to_major() == leaf.shape.minor_to_major():
+                target.kind, target.number = "result", j
+                claimed.add(id(target))
+            else:
+                self.a.result_copies.append((j, leaf))
+
+    def _pack(self) -> None:
+        placed: list[Buffer] = []
+        top = 0
+        for buf in sorted((b for b in self.buffers if b.kind == "arena"), key=lambda b: (b.start, -b.size)):
+            size = _aligned(max(buf.size, 1))
+            busy = sorted((p for p in placed if not (p.end < buf.start or buf.end < p.start)),
+                          key=lambda p: p.offset)
+            offset = 0
+            for p in busy:
+                if offset + size <= p.offset:
+                    break
+                offset = max(offset, p.offset + _aligned(max(p.size, 1)))
+            buf.offset = offset
+            placed.append(buf)
+            top = max(top, offset + size)
+        self.a.temp_bytes = top
+
+
+class _Alias(Buffer):
+    """A buffer viewed with another shape (bitcast): same memory as `target`."""
+
+    def __init__(self, shape: Shape, target: Buffer):
+        super().__init__(shape, kind="alias")
+        self.target = target
+
+    def __hash__(self):
+        return id(self)
+
+
+def resolve(buf: Buffer) -> Buffer:
+    while isinstance(buf, _Alias):
+        buf = buf.target
+    return buf
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def branch_computations(inst: Instruction) -> list[Computation]:
+    if inst.attrs.get("branch_computations"):
+        return list(inst.attrs["branch_computations"])
+    return [inst.attrs["true_computation"], inst.attrs["false_computation"]]
+
+
+def assign_buffers(module: Module) -> Assignment:
+    return _Assigner(module).run()

@@ -1,0 +1,186 @@
+"""In-process execution: compile with MCJIT, run on numpy arrays, cache objects on disk.
+
+Compiled objects are cached under $XDG_CACHE_HOME/hlo-toolchain (default
+~/.cache/hlo-toolchain), keyed by the sha256 of the module text, the options and the
+target (triple, cpu, features); a second JitExecutable of the same module loads the
+object instead of compiling (from_cache is True). The lowering's metadata (shapes,
+temp size) is cached beside the object.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import pickle
+import time
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ..ir import Module
+from ..interpreter import values_io
+from ..printer import format_module
+from . import CodegenOptions, LoweredModule, lower_module
+from .target import create_target_machine, parse_and_optimize, resolved_target
+
+CACHE_VERSION = "1"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hlo-toolchain"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_fingerprint() -> str:
+    """A hash of the code generator's own sources: a changed compiler invalidates the cache."""
+    h = hashlib.sha256(llvm.llvm_version_info.__repr__().encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(module_text: str, options: CodegenOptions, name: str) -> str:
+    triple, cpu, features = resolved_target(options)
+    h = hashlib.sha256()
+    for part in (CACHE_VERSION, _compiler_fingerprint(), module_text, options.key(), name, triple, cpu, features):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class _ObjectCache:
+    """llvmlite's object cache hooks, backed by one file per module key."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.hit = False
+
+    def notify(self, _module, data: bytes) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp%d" % os.getpid())
+            tmp.write_bytes(data)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def getbuffer(self, _module):
+        if self.path.exists():
+            self.hit = True
+            return self.path.read_bytes()
+        return None
+
+
+class JitExecutable:
+    """A module compiled for the host; run(*arrays) returns the result leaves."""
+
+    NAME = "hlo_entry"
+
+    def __init__(self, module: Module, options: CodegenOptions = CodegenOptions()):
+        start = time.perf_counter()
+        self.options = options
+        text = format_module(module)
+        key = cache_key(text, options, self.NAME)
+        directory = cache_dir()
+        meta_path = directory / f"{key}.meta"
+        obj_path = directory / f"{key}.o"
+        lowered = self._cached_lowering(meta_path) if obj_path.exists() else None
+        self.from_cache = lowered is not None
+        if lowered is None:
+            lowered = lower_module(module, options, self.NAME)
+        self.lowered = lowered
+        self._engine, self._cache = self._build_engine(lowered, obj_path, self.from_cache)
+        address = self._engine.get_function_address(self.NAME)
+        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+        if not self.from_cache:
+            self._store_lowering(meta_path, lowered)
+        self.compile_seconds = time.perf_counter() - start
+        self._temp = _aligned_empty(lowered.temp_bytes)
+
+    @staticmethod
+    def _cached_lowering(path: Path):
+        try:
+            return pickle.loads(path.read_bytes())
+        except (OSError, pickle.PickleError, EOFError, AttributeError):
+            return None
+
+    @staticmethod
+    def _store_lowering(path: Path, lowered: LoweredModule) -> None:
+        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp%d" % os.getpid())
+            tmp.write_bytes(pickle.dumps(slim))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    def _build_engine(self, lowered: LoweredModule, obj_path: Path, cached: bool):
+        tm = create_target_machine(self.options, jit=True)
+        if cached:
+            ref = llvm.parse_assembly(_stub_ir(lowered.entry_name))
+        else:
+            ref, _ = parse_and_optimize(lowered.llvm_ir, self.options, jit=True)
+        engine = llvm.create_mcjit_compiler(ref, tm)
+        cache = _ObjectCache(obj_path)
+        engine.set_object_cache(cache.notify, cache.getbuffer)
+        engine.finalize_object()
+        engine.run_static_constructors()
+        return engine, cache
+
+    def run(self, *arrays) -> list[np.ndarray]:
+        flat = _flatten(arrays)
+        if len(flat) != len(self.lowered.params):
+            raise ValueError(f"expected {len(self.lowered.params)} argument arrays, got {len(flat)}")
+        params = [np.ascontiguousarray(_physical(values_io.to_storage(a, s), s))
+                  for a, s in zip(flat, self.lowered.params)]
+        results = [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
+        param_ptrs = (ctypes.c_void_p * max(len(params), 1))(*[a.ctypes.data for a in params])
+        result_ptrs = (ctypes.c_void_p * max(len(results), 1))(*[r.ctypes.data for r in results])
+        self._function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), self._temp.ctypes.data)
+        return [_logical(r, s) for r, s in zip(results, self.lowered.results)]
+
+
+def _stub_ir(name: str) -> str:
+    """A module with the entry's signature: MCJIT asks the object cache for its code."""
+    return f"define void @{name}(ptr %0, ptr %1, ptr %2) {{\n  ret void\n}}\n"
+
+
+def _flatten(arrays) -> list:
+    out = []
+    for a in arrays:
+        if isinstance(a, (tuple, list)):
+            out.extend(_flatten(a))
+        else:
+            out.append(a)
+    return out
+
+
+def _aligned_empty(size: int) -> np.ndarray:
+    raw = np.empty(size + 64, dtype=np.uint8)
+    shift = (-raw.ctypes.data) % 64
+    return raw[shift:shift + size] if size else raw[shift:shift + 1]
+
+
+def _physical_order(shape) -> list[int]:
+    return list(reversed(shape.minor_to_major()))
+
+
+def _physical_dims(shape) -> tuple:
+    return tuple(shape.dims[d] for d in _physical_order(shape))
+
+
+def _physical(array: np.ndarray, shape) -> np.ndarray:
+    return np.transpose(np.asarray(array), _physical_order(shape)) if shape.rank else np.asarray(array)
+
+
+def _logical(array: np.ndarray, shape) -> np.ndarray:
+    if not shape.rank:
+        return array
+    order = _physical_order(shape)
+    inverse = [order.index(d) for d in range(shape.rank)]
+    return np.ascontiguousarray(np.transpose(array, inverse))

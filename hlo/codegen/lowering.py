@@ -1,0 +1,43 @@
+"""lower(): pipeline, checks, buffer assignment and entry lowering, in that order."""
+from __future__ import annotations
+
+from ..ir import Module
+from .buffers import assign_buffers
+from .kernels import EntryLowering
+from .types import check_shape_supported
+
+
+def prepare(module: Module, options) -> Module:
+    """A copy of the module, optimised by the default pipeline when asked."""
+    from ..parser import parse_module
+    from ..printer import format_module
+    copy = parse_module(format_module(module), module.name)
+    _keep_locations(module, copy)
+    if options.run_pipeline:
+        from ..passes.pass_manager import run_pipeline
+        from ..passes.pipelines import pipeline_text
+        run_pipeline(copy, pipeline_text("default"))
+    return copy
+
+
+def _keep_locations(original: Module, copy: Module) -> None:
+    """Point the copy's instructions back at the user's source text for diagnostics."""
+    by_name = {i.name: i for c in original.computations for i in c.instructions}
+    for comp in copy.computations:
+        for inst in comp.instructions:
+            src = by_name.get(inst.name)
+            if src is not None:
+                inst.loc = src.loc
+
+
+def lower(module: Module, options, name: str):
+    from . import LoweredModule
+    prepared = prepare(module, options)
+    for comp in prepared.computations:
+        for inst in comp.instructions:
+            if inst.shape is not None:
+                check_shape_supported(inst.shape, inst)
+    assignment = assign_buffers(prepared)
+    llmod = EntryLowering(prepared, assignment, name).lower()
+    return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
+                         assignment.temp_bytes)

@@ -1,0 +1,81 @@
+"""Target machines and the LLVM optimisation pipeline.
+
+The host target uses llvm.get_host_cpu_name()/get_host_cpu_features(); the feature
+string gets `-prefer-256-bit` so that LLVM may use full 512-bit vectors where the
+CPU has them (otherwise it keeps 256-bit vectors). Optimisation runs the new pass
+manager at the requested speed level with loop and SLP vectorisation switched on
+(llvmlite's defaults are speed level 2 with SLP off). llvm.initialize() must not
+be called with llvmlite 0.50: it raises.
+"""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+
+
+@functools.lru_cache(maxsize=None)
+def _initialise() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def host_triple() -> str:
+    return llvm.get_process_triple()
+
+
+def host_cpu() -> str:
+    return llvm.get_host_cpu_name()
+
+
+@functools.lru_cache(maxsize=None)
+def host_features() -> str:
+    features = llvm.get_host_cpu_features().flatten()
+    if "+avx512f" in features.split(","):
+        features += ",-prefer-256-bit"
+    return features
+
+
+def resolved_target(options) -> tuple[str, str, str]:
+    """(triple, cpu, features): the options' values, host values for unset ones on the host."""
+    _initialise()
+    triple = options.triple or host_triple()
+    native = triple == host_triple()
+    cpu = options.cpu if options.cpu is not None else (host_cpu() if native else "")
+    features = options.features if options.features is not None else (host_features() if native else "")
+    return triple, cpu, features
+
+
+def create_target_machine(options, jit: bool = False) -> llvm.TargetMachine:
+    triple, cpu, features = resolved_target(options)
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu, features=features, opt=min(max(options.opt_level, 0), 3),
+                                        reloc="pic" if not jit else "default", codemodel="jitdefault",
+                                        jit=jit)
+
+
+def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    """Run the O<opt_level> module pipeline with loop and SLP vectorisation."""
+    if opt_level <= 0:
+        return
+    pto = llvm.PipelineTuningOptions(speed_level=min(opt_level, 3))
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.PassBuilder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module_ref, pb)
+
+
+def parse_and_optimize(llvm_ir: str, options, jit: bool = False) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
+    tm = create_target_machine(options, jit=jit)
+    triple, _, _ = resolved_target(options)
+    ref = llvm.parse_assembly(llvm_ir)
+    ref.triple = triple
+    ref.data_layout = str(tm.target_data)
+    ref.verify()
+    optimize(ref, tm, options.opt_level)
+    return ref, tm

@@ -1,0 +1,145 @@
+"""Facts about instructions that several passes need, computed without changing anything.
+
+Side effects (what may never be removed, duplicated or reordered), control
+dependencies, the computations an instruction reaches, constant values, and
+`evaluate_cone`, which runs a piece of a computation through the interpreter
+(constant folding and trip counts use it).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..ir import Computation, Instruction, Module
+from ..literal import Literal
+from ..opcodes import OPCODES
+from ..shapes import Shape
+
+# --------------------------------------------------------------------------- side effects
+
+
+def has_side_effect(inst: Instruction) -> bool:
+    """Instructions that must stay even when their value is unused (control flow included)."""
+    info = OPCODES.get(inst.opcode)
+    if info is not None and info.side_effect:
+        return True
+    if inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect"):
+        return True
+    return any(has_side_effect(i) for c in inst.called_computations() for i in c.instructions
+               if inst.opcode in ("call", "while", "conditional"))
+
+
+def has_side_effect_anywhere(inst: Instruction) -> bool:
+    """A side effect in the instruction or anywhere in the computations it calls (fusions, maps ...)."""
+    return has_side_effect(inst) or any(computation_has_side_effect(c) for c in inst.called_computations())
+
+
+def computation_has_side_effect(comp: Computation) -> bool:
+    return any(has_side_effect_anywhere(i) for i in comp.instructions)
+
+
+# --------------------------------------------------------------------------- control dependencies
+
+
+def is_control_predecessor(inst: Instruction) -> bool:
+    """Some instruction of the same computation must run after `inst`."""
+    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
+
+
+def has_control_dependencies(inst: Instruction) -> bool:
+    """`inst` is ordered against other instructions beyond its operands: passes leave it in place."""
+    return bool(inst.control_predecessors) or is_control_predecessor(inst)
+
+
+# --------------------------------------------------------------------------- call graph
+
+
+def reachable_computations(roots: Iterable[Computation],
+                           follow: Callable[[Instruction], bool] = lambda inst: True) -> list[Computation]:
+    """`roots` and every computation they call, in turn, through instructions `follow` accepts;
+    each once, in the order found."""
+    order: list[Computation] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        comp = stack.pop()
+        if id(comp) in seen:
+            continue
+        seen.add(id(comp))
+        order.append(comp)
+        for inst in comp.instructions:
+            if follow(inst):
+                stack.extend(inst.called_computations())
+    return order
+
+
+# --------------------------------------------------------------------------- values
+
+
+def literal_value(inst: Instruction) -> Optional[np.ndarray]:
+    """The array of a non-elided array constant, else None."""
+    if inst.opcode != "constant":
+        return None
+    lit: Literal = inst.attrs["literal"]
+    if lit.elided or lit.is_tuple:
+        return None
+    return lit.array
+
+
+class EvaluationError(Exception):
+    """The interpreter could not produce a value (unsupported op, elided constant ...)."""
+
+
+def evaluate_cone(targets: Sequence[Instruction],
+                  bindings: Optional[dict[int, np.ndarray]] = None) -> list:
+    """Values of `targets` (instructions of one computation) computed by the interpreter.
+
+    Every instruction the targets depend on is evaluated too, except those bound
+    in `bindings` (id(instruction) -> numpy value in storage dtype), which become
+    inputs. The cone must reach no parameter that is not bound. Tuple-shaped
+    targets give tuples of values. Raises EvaluationError when the interpreter
+    cannot evaluate it.
+    """
+    from ..interpreter import Evaluator
+    cone, inputs = _cone_computation(targets, bindings or {})
+    shell = Module("constant_folding")
+    shell.computations, shell.entry = [cone], cone
+    try:
+        with np.errstate(all="ignore"):
+            result = Evaluator(shell).call(cone, inputs)
+    except Exception as err:  # any interpreter failure means "not evaluable"
+        raise EvaluationError(str(err)) from err
+    return [result] if len(targets) == 1 else list(result)
+
+
+def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.ndarray]):
+    """A computation (not in any module) computing tuple(targets) from the bound values."""
+    cone = Computation("cone")
+    mapping: dict[int, Instruction] = {}
+    inputs: list[np.ndarray] = []
+
+    def visit(inst: Instruction) -> Instruction:
+        if id(inst) in mapping:
+            return mapping[id(inst)]
+        if id(inst) in bindings:
+            new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
+                              attrs={"parameter_number": len(inputs)})
+            inputs.append(bindings[id(inst)])
+        elif inst.opcode == "parameter":
+            raise EvaluationError(f"{inst.name} is an unbound parameter")
+        elif inst.opcode == "constant" and inst.attrs["literal"].elided:
+            raise EvaluationError(f"the value of {inst.name} was elided")
+        else:
+            new = inst.clone([visit(op) for op in inst.operands], f"v.{len(mapping)}")
+            new.control_predecessors = []
+        mapping[id(inst)] = new
+        cone.add(new)
+        return new
+
+    leaves = [visit(t) for t in targets]
+    if len(leaves) == 1:
+        cone.root = leaves[0]
+    else:
+        cone.root = cone.add(Instruction("results", "tuple", Shape.tuple_of(t.shape for t in targets), leaves))
+    return cone, inputs

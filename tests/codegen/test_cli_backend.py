@@ -1,0 +1,63 @@
+"""hlo-run --backend cpu and hlo-opt --emit=llvm/asm."""
+import numpy as np
+from click.testing import CliRunner
+
+from hlo_cli.hlo_opt import main as hlo_opt
+from hlo_cli.hlo_run import main as hlo_run
+
+MODULE = """HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  s = f32[4] add(x, y)
+  ROOT r = (f32[4], f32[4]) tuple(s, x)
+}
+"""
+
+
+def test_hlo_run_cpu_backend_matches_interpreter(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    np.savez(tmp_path / "in.npz", arg0=np.arange(4, dtype=np.float32), arg1=np.ones(4, np.float32))
+    outputs = {}
+    for backend in ("interpreter", "cpu"):
+        out = tmp_path / f"{backend}.npz"
+        result = CliRunner().invoke(hlo_run, [str(path), "--inputs", str(tmp_path / "in.npz"), "-o", str(out),
+                                              "--backend", backend])
+        assert result.exit_code == 0, result.output
+        outputs[backend] = (result.stdout, dict(np.load(out)))
+    assert outputs["cpu"][0] == outputs["interpreter"][0]
+    for key, value in outputs["interpreter"][1].items():
+        np.testing.assert_array_equal(outputs["cpu"][1][key], value)
+
+
+def test_hlo_run_cpu_time_reports_compile_and_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    result = CliRunner().invoke(hlo_run, [str(path), "--random-inputs", "--backend", "cpu", "--time", "3",
+                                          "--no-print"])
+    assert result.exit_code == 0, result.output
+    assert "compile:" in result.stderr and "time: median" in result.stderr
+
+
+def test_hlo_run_cpu_reports_unsupported_op(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "bad.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n"
+                    "  ROOT y = f32[4] reduce-precision(x), exponent_bits=5, mantissa_bits=2\n}\n")
+    result = CliRunner().invoke(hlo_run, [str(path), "--random-inputs", "--backend", "cpu"])
+    assert result.exit_code == 1
+    assert "bad.hlo:4:" in result.stderr and "reduce-precision" in result.stderr
+
+
+def test_hlo_opt_emits_llvm_and_asm(tmp_path):
+    path = tmp_path / "m.hlo"
+    path.write_text(MODULE)
+    llvm = CliRunner().invoke(hlo_opt, [str(path), "--emit=llvm"])
+    assert llvm.exit_code == 0, llvm.output
+    assert 'define void @"hlo_entry"' in llvm.stdout
+    asm = CliRunner().invoke(hlo_opt, [str(path), "--emit=asm"])
+    assert asm.exit_code == 0, asm.output
+    assert "hlo_entry:" in asm.stdout
