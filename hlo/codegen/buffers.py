@@ -45,7 +45,8 @@ class Assignment:
     values: dict = field(default_factory=dict)        # id(inst) -> Buffer or tuple of values
     while_swaps: dict = field(default_factory=dict)   # id(while) -> {leaf k: temp Buffer}
     scratch: dict = field(default_factory=dict)       # id(inst) -> Buffer of working memory
-    in_place: set = field(default_factory=set)        # id(inst) updated in its operand's buffer
+    in_place: set = field(default_factory=set)
+    reused: dict = field(default_factory=dict)        # id(inst) -> operand whose buffer it overwrites        # id(inst) updated in its operand's buffer
     result_copies: list = field(default_factory=list)  # (result j, source Buffer)
     results: list = field(default_factory=list)       # result leaf shapes
     params: list = field(default_factory=list)        # parameter leaf shapes
@@ -121,7 +122,7 @@ class _Assigner:
             if handler is not None:
                 values[id(inst)] = handler(inst, param_values)
             else:
-                values[id(inst)] = _new_value(inst.shape, self.pos, self.buffers)
+                values[id(inst)] = self._elementwise_reuse(inst) or _new_value(inst.shape, self.pos, self.buffers)
 
     def _add_scratch(self, inst: Instruction) -> None:
         from .special_kernels import scratch_bytes
@@ -197,6 +198,27 @@ class _Assigner:
     def _dynamic_update_slice(self, inst, _):
         return self._maybe_in_place(inst, inst.operands[0])
 
+    def _elementwise_reuse(self, inst: Instruction):
+        """The buffer of an operand that dies here and that inst reads only at the index it
+        writes (elementwise chains): inst then computes in place. None when there is none."""
+        if inst.shape.is_tuple or not inst.info.is_elementwise:
+            return None
+        return self._reusable_operand(inst, range(len(inst.operands)))
+
+    def _reusable_operand(self, inst: Instruction, positions):
+        for k in positions:
+            operand = inst.operands[k]
+            source = self.a.values[id(operand)]
+            if (isinstance(source, Buffer) and source.kind == "arena" and operand.shape.dims == inst.shape.dims
+                    and operand.shape.element_type.byte_size == inst.shape.element_type.byte_size
+                    and operand.shape.minor_to_major() == inst.shape.minor_to_major()
+                    and all(u is inst for u in operand.users) and operand.opcode not in ALIASING_OPS
+                    and sum(op is operand for op in inst.operands) == 1 and source.start > self.loop_start
+                    and id(operand) not in self.a.in_place):
+                self.a.reused[id(inst)] = k
+                return source
+        return None
+
     def _fusion(self, inst, _):
         root = inst.attrs["calls"].root
         target = root.operands[0] if root.opcode == "dynamic-update-slice" else None
@@ -204,6 +226,13 @@ class _Assigner:
             operand = inst.operands[target.attrs["parameter_number"]]
             if sum(op is operand for op in inst.operands) == 1:
                 return self._maybe_in_place(inst, operand)
+        if root.opcode != "tuple":
+            body = inst.attrs["calls"]
+            positions = [p.attrs["parameter_number"] for p in body.parameters
+                         if _read_only_elementwise(p, root)]
+            reused = self._reusable_operand(inst, positions)
+            if reused is not None:
+                return reused
         return _new_value(inst.shape, self.pos, self.buffers)
 
     def _maybe_in_place(self, inst, operand):
@@ -244,6 +273,23 @@ class _Assigner:
             placed.append(buf)
             top = max(top, offset + size)
         self.a.temp_bytes = top
+
+
+def _read_only_elementwise(param: Instruction, root: Instruction) -> bool:
+    """Every use of the fused parameter reaches the root through same-shape elementwise ops."""
+    if param.shape.dims != root.shape.dims:
+        return False
+    pending, seen = [param], set()
+    while pending:
+        node = pending.pop()
+        for user in node.users:
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if not user.info.is_elementwise or user.shape.dims != root.shape.dims:
+                return False
+            pending.append(user)
+    return True
 
 
 class _Alias(Buffer):

@@ -25,7 +25,7 @@ from ..diagnostics import error
 from ..ir import Computation, Instruction
 from ..shapes import F32 as _F32, F64 as _F64, PrimitiveType, Shape
 from . import scalar_ops
-from .types import I1, I64, compute_type, constant_of, load_element, round_to, storage_type
+from .types import I1, I64, compute_type, constant_of, load_element, round_to
 
 
 def const64(v: int):
@@ -687,7 +687,6 @@ class ElementalEmitter:
         lengths = list(inst.attrs["fft_length"])
         rank = inst.shape.rank
         first = rank - len(lengths)
-        src_t = operand.shape.element_type
         f64 = ir.DoubleType()
         re_slot, im_slot = ctx.alloca(f64, "fft.re"), ctx.alloca(f64, "fft.im")
         b.store(ir.Constant(f64, 0.0), re_slot)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import json
 import os
 import pickle
 import time

@@ -20,7 +20,7 @@ from ..shapes import Shape
 from . import scalar_ops
 from .buffers import Assignment, Buffer, branch_computations, leaves_of, resolve
 from .elemental import ElementalEmitter, FunctionContext, const64, major_to_minor
-from .types import I8, I64, PTR, load_element, store_element
+from .types import I8, I64, PTR, constant_of, load_element, store_element
 
 VOID = ir.VoidType()
 ALIAS_ONLY = ("parameter", "constant", "tuple", "get-tuple-element")
@@ -198,9 +198,6 @@ class EntryLowering:
             return False
         kept = [d for d in range(shape.rank) if d not in reduced]
         outs = leaves_of(value)
-        if any(o.shape.minor_to_major() != tuple(sorted(range(len(kept)), key=lambda k: shape.minor_to_major().index(kept[k])))
-               for o in outs):
-            return False
         for out, init in zip(outs, inits):
             self.store_loop(out.shape, self.pointer(out), lambda index, i=init: elem.value(i, ()))
         with self.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
@@ -231,7 +228,8 @@ class EntryLowering:
         if rhs.shape.minor_to_major()[0] != rhs_dim:
             return False
         out_ptr = self.pointer(value)
-        self.store_loop(inst.shape, out_ptr, lambda index: ir.Constant(_float_type(t), 0.0))
+        zero = constant_of(t, 0.0)
+        self.store_loop(inst.shape, out_ptr, lambda index: zero)
         out_dims = inst.shape.dims
         outer = [d for d in major_to_minor(inst.shape) if d != out_minor]
         contracting = [lhs.shape.dims[d] for d in dd.lhs_contracting]
@@ -278,7 +276,7 @@ class EntryLowering:
         self.emit_computation(inst.attrs["to_apply"])
 
     def _emit_while(self, inst: Instruction) -> None:
-        b, ctx = self.b, self.ctx
+        b = self.b
         state = leaves_of(self.a.values[id(inst)])
         for dst, src in zip(state, leaves_of(self.a.values[id(inst.operands[0])])):
             self.copy(dst, src)
@@ -335,11 +333,6 @@ class EntryLowering:
                 self.copy(dst, src)
             b.branch(done)
         b.position_at_end(done)
-
-
-def _float_type(t):
-    from .types import compute_type
-    return compute_type(t)
 
 
 def unsupported(inst: Instruction, what: str = ""):

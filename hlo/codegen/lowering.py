@@ -7,16 +7,25 @@ from .kernels import EntryLowering
 from .types import check_shape_supported
 
 
+EXPANDERS = ("rng-bit-generator-expander", "batchnorm-expander")
+EXPANDED_OPS = ("rng-bit-generator", "batch-norm-training", "batch-norm-inference", "batch-norm-grad")
+
+
 def prepare(module: Module, options) -> Module:
     """A copy of the module, optimised by the default pipeline when asked."""
     from ..parser import parse_module
     from ..printer import format_module
     copy = parse_module(format_module(module), module.name)
     _keep_locations(module, copy)
+    from ..passes.pass_manager import available_passes, run_pipeline
     if options.run_pipeline:
-        from ..passes.pass_manager import run_pipeline
         from ..passes.pipelines import pipeline_text
         run_pipeline(copy, pipeline_text("default"))
+    else:
+        # Ops the backend implements through their expansion into simpler HLO.
+        expanders = [p for p in EXPANDERS if p in available_passes()]
+        if expanders and any(i.opcode in EXPANDED_OPS for c in copy.computations for i in c.instructions):
+            run_pipeline(copy, ",".join(expanders))
     return copy
 
 

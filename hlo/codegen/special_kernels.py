@@ -16,7 +16,7 @@ from ..shapes import Shape
 from . import scalar_ops
 from .buffers import leaves_of
 from .elemental import const64, major_to_minor
-from .types import I1, I64, PTR, compute_type, constant_of, load_element, store_element
+from .types import I1, I64, PTR, compute_type, load_element, store_element
 
 EMITTERS: dict = {}
 

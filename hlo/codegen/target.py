@@ -56,14 +56,19 @@ def create_target_machine(options, jit: bool = False) -> llvm.TargetMachine:
                                         jit=jit)
 
 
-def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+# Loop unrolling doubles LLVM's time on very large modules (e.g. long fused
+# threefry chains) for little gain there; smaller modules keep it.
+UNROLL_IR_LIMIT = 100_000
+
+
+def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True) -> None:
     """Run the O<opt_level> module pipeline with loop and SLP vectorisation."""
     if opt_level <= 0:
         return
     pto = llvm.PipelineTuningOptions(speed_level=min(opt_level, 3))
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_unrolling = unroll
     pto.loop_interleaving = True
     pb = llvm.PassBuilder(tm, pto)
     pm = pb.getModulePassManager()
@@ -77,5 +82,5 @@ def parse_and_optimize(llvm_ir: str, options, jit: bool = False) -> tuple[llvm.M
     ref.triple = triple
     ref.data_layout = str(tm.target_data)
     ref.verify()
-    optimize(ref, tm, options.opt_level)
+    optimize(ref, tm, options.opt_level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT)
     return ref, tm

@@ -189,9 +189,17 @@ _cache: "OrderedDict[tuple[str, bytes], Analysis]" = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+_last_hashed: tuple = (None, b"")   # (text object, its hash): requests about one text hash it once
+
+
 def content_key(text: str, filename: str) -> tuple[str, bytes]:
     """The cache key of a text: its file name and content hash."""
-    return filename, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    global _last_hashed
+    last_text, digest = _last_hashed
+    if last_text is not text:
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        _last_hashed = (text, digest)
+    return filename, digest
 
 
 def cached_analysis(text: str, filename: str) -> Optional[Analysis]:

@@ -151,10 +151,10 @@ class LspClient:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.request("shutdown", None, timeout=5)
+                self.request("shutdown", None, timeout=10)
                 self.notify("exit", None)
-                self.proc.wait(timeout=5)
-            except (TimeoutError, OSError, ValueError):
+                self.proc.wait(timeout=10)
+            except (TimeoutError, subprocess.TimeoutExpired, OSError, ValueError, LspError):
                 self.proc.kill()
                 self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):

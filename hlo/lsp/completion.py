@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Iterable, Optional
 
 from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrKind, wrapped_attr_specs
 from ..shapes import PRIMITIVE_TYPES
@@ -133,20 +133,27 @@ def _find_opcode(rest: str) -> Optional[re.Match]:
 # --------------------------------------------------------------------------- completion
 
 
-def complete(text: str, offset: int) -> Completions:
+# Names in scope before a statement, nearest first: (name, shape or a function giving it).
+ScopeNames = Callable[[int], Optional[Iterable[tuple[str, object]]]]
+
+
+def complete(text: str, offset: int, scope_names: Optional[ScopeNames] = None) -> Completions:
+    """Completions at offset. scope_names(statement_start), when given, lists the instructions in scope
+    from an index of the text (faster than scanning the text); it may return None to decline."""
     stmt = _statement(text, offset)
     if stmt.in_comment_or_string:
         return Completions([])
     word_start = offset - len(re.search(r"%?[A-Za-z0-9_.\-]*$", stmt.prefix).group())
     inst = _INSTRUCTION_START.match(stmt.prefix)
     if inst is not None:
-        return _in_instruction(text, offset, stmt, inst.end(), word_start)
+        return _in_instruction(text, offset, stmt, inst.end(), word_start, scope_names)
     if _HEADER_START.match(stmt.prefix) and _in_shape_position(stmt.prefix):
         return _types(word_start, offset, text)
     return Completions([])
 
 
-def _in_instruction(text: str, offset: int, stmt: _Statement, after_equal: int, word_start: int) -> Completions:
+def _in_instruction(text: str, offset: int, stmt: _Statement, after_equal: int, word_start: int,
+                    scope_names: Optional[ScopeNames]) -> Completions:
     rest = stmt.prefix[after_equal:]
     call = _find_opcode(rest)
     if call is None:
@@ -156,6 +163,10 @@ def _in_instruction(text: str, offset: int, stmt: _Statement, after_equal: int, 
     if _depth_scan(operands) > 0:
         if opcode in ("parameter", "constant"):
             return Completions([])
+        names = scope_names(stmt.start) if scope_names is not None else None
+        if names is not None:
+            candidates = (("%" + name, INSTRUCTION, detail, "%" + name, "0") for name, detail in names)
+            return _filtered(candidates, word_start, offset, text)
         return _instruction_names(text, offset, stmt.start, word_start)
     return _after_operands(text, offset, opcode, operands, word_start)
 
@@ -251,7 +262,7 @@ def _types(word_start: int, offset: int, text: str) -> Completions:
 _COMPUTATION_HEADER = re.compile(
     r"^[ \t]*(ENTRY[ \t]+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*(\([^\n{]*\)[ \t]*->[^\n{]*)?\{[ \t]*(?://[^\n]*)?$",
     re.M)
-_INSTRUCTION_DEF = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*=[ \t]*([^\n]*)", re.M)
+_INSTRUCTION_DEF = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*=", re.M)
 
 
 def _computation_names(text: str, word_start: int, offset: int) -> Completions:
@@ -265,9 +276,16 @@ def _computation_names(text: str, word_start: int, offset: int) -> Completions:
 def _instruction_names(text: str, offset: int, statement_start: int, word_start: int) -> Completions:
     """Instructions defined before the statement, in the computation the cursor is in."""
     comp_start = _computation_start(text, statement_start)
-    candidates = [("%" + m.group(1), INSTRUCTION, lambda m=m: _shape_of(m.group(2)), "%" + m.group(1), "0")
-                  for m in _INSTRUCTION_DEF.finditer(text, comp_start, statement_start)]
-    return _filtered(candidates[::-1], word_start, offset, text)  # nearest definitions first
+    definitions = list(_INSTRUCTION_DEF.finditer(text, comp_start, statement_start))
+    typed = text[word_start:offset].lstrip("%").lower()
+    candidates = []
+    for m in reversed(definitions):  # nearest definitions first; shapes only for what is shown
+        name = m.group(1)
+        if name.lower().startswith(typed):
+            candidates.append(("%" + name, INSTRUCTION, lambda end=m.end(): _shape_after(text, end), "%" + name, "0"))
+            if len(candidates) > MAX_ITEMS:
+                break
+    return _filtered(candidates, word_start, offset, text)
 
 
 def _computation_start(text: str, before: int) -> int:
@@ -283,6 +301,12 @@ def _computation_start(text: str, before: int) -> int:
         if _COMPUTATION_HEADER.match(text, line_start, line_end):
             return line_end
         end = line_start
+
+
+def _shape_after(text: str, equal_end: int) -> str:
+    """The shape written after `name =` (up to the opcode) on the line at equal_end."""
+    line_end = text.find("\n", equal_end)
+    return _shape_of(text[equal_end:len(text) if line_end < 0 else line_end])
 
 
 def _shape_of(rest: str) -> str:

@@ -7,9 +7,10 @@ computations through the IR when the parser could build the instruction.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrSpec, split_async_sugar, wrapped_attr_specs
 from ..printer import format_shape
@@ -88,7 +89,7 @@ def _instruction_hover(analysis: Analysis, inst: InstrEntry) -> str:
         lines.append("Attributes: " + " · ".join(shown))
     users = _users(analysis.index, inst)
     if users:
-        listed = ", ".join(f"`%{u.name}` (line {_line(text, u.start)})" for u in users[:_MAX_LISTED])
+        listed = ", ".join(f"`%{u.name}` (line {_line(analysis, u.start)})" for u in users[:_MAX_LISTED])
         more = f" and {len(users) - _MAX_LISTED} more" if len(users) > _MAX_LISTED else ""
         lines.append(f"Used by {listed}{more}")
     return "\n\n".join(lines)
@@ -99,7 +100,7 @@ def _operand_hover(analysis: Analysis, occ: Occurrence, inst: Optional[InstrEntr
         return f"`%{occ.name}` is not defined in this computation"
     shape, _ = _shape_text(analysis, inst)
     lines = [_code(f"%{inst.name}: {shape}"),
-             f"Defined on line {_line(analysis.text, inst.start)} by `{inst.opcode or '?'}`"
+             f"Defined on line {_line(analysis, inst.start)} by `{inst.opcode or '?'}`"
              f" in computation `%{inst.computation.name}`"]
     return "\n\n".join(lines)
 
@@ -114,7 +115,7 @@ def _computation_hover(analysis: Analysis, comp: CompEntry) -> str:
         for use in callers[:_MAX_LISTED]:
             caller = analysis.index.instruction_at(use.start)
             who = f"`%{caller.name}` " if caller is not None else ""
-            described.append(f"{who}({use.context}=, line {_line(analysis.text, use.start)})")
+            described.append(f"{who}({use.context}=, line {_line(analysis, use.start)})")
         more = f" and {len(callers) - _MAX_LISTED} more" if len(callers) > _MAX_LISTED else ""
         lines.append("Called by " + ", ".join(described) + more)
     return "\n\n".join(lines)
@@ -125,12 +126,25 @@ def computation_signature(analysis: Analysis, comp: CompEntry) -> str:
     ir = analysis.computation_ir(comp)
     entry = "ENTRY " if comp.is_entry else ""
     if ir is not None and all(p.shape is not None for p in ir.parameters):
-        params = ", ".join(f"{p.name}: {format_shape(p.shape, with_layout=False)}" for p in ir.parameters)
+        params = ", ".join(f"{_source_name(analysis, p)}: {format_shape(p.shape, with_layout=False)}"
+                           for p in ir.parameters)
         root = ir.root.shape if ir.root is not None and ir.root.shape is not None else ir.declared_result_shape
         result = format_shape(root, with_layout=False) if root is not None else "?"
         return f"{entry}%{comp.name} ({params}) -> {result}"
     end = comp.header_end - 1 if comp.header_end > 0 else comp.definition.end
     return " ".join(analysis.text[comp.start:end].split())
+
+
+_NAME_AT = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+
+
+def _source_name(analysis: Analysis, inst) -> str:
+    """An IR instruction's name as the text spells it (the parser renames duplicates across computations)."""
+    if inst.loc is not None:
+        m = _NAME_AT.match(analysis.text, inst.loc.offset)
+        if m:
+            return m.group(1)
+    return inst.name
 
 
 def opcode_markdown(opcode: str) -> str:
@@ -197,13 +211,26 @@ def _code(line: str) -> str:
     return f"```hlo\n{line}\n```"
 
 
-def _line(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def _line(analysis: Analysis, offset: int) -> int:
+    """1-based line number of an offset."""
+    return analysis.lines("utf-16").line_of(offset) + 1
 
 
 def _clip(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def names_in_scope(analysis: Analysis, offset: int) -> Iterator[tuple[str, Callable[[], str]]]:
+    """(name, shape function) of the instructions defined before offset in its computation, nearest first
+    (a generator: completion takes only what it shows)."""
+    comp = analysis.index.computation_at(offset)
+    if comp is None:
+        return
+    instructions = comp.instructions
+    for i in range(bisect.bisect_left(instructions, offset, key=lambda inst: inst.start) - 1, -1, -1):
+        inst = instructions[i]
+        yield inst.name, lambda inst=inst: _shape_text(analysis, inst)[0]
 
 
 # --------------------------------------------------------------------------- navigation

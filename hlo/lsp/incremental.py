@@ -129,6 +129,7 @@ class LineChanges:
             old_pos += len(before) + 1
             new_pos += len(after) + 1
         self._starts = [line.old_start for line in self.lines]
+        self._new_starts = [line.new_start for line in self.lines]
         self.by_old_start = {line.old_start: line for line in self.lines}
 
     def to_new(self, old_offset: int) -> int:
@@ -141,6 +142,24 @@ class LineChanges:
             return min(line.new_start + (old_offset - line.old_start), line.new_end)
         return old_offset + (line.new_end - line.old_end)
 
+    def to_old(self, new_offset: int, clamp: bool = False) -> Optional[int]:
+        """Where an offset of the new text was in the old text (inside a changed line: None, or with clamp
+        the same column of the old line, as far as it goes)."""
+        i = bisect.bisect_right(self._new_starts, new_offset) - 1
+        if i < 0:
+            return new_offset
+        line = self.lines[i]
+        if new_offset <= line.new_end:
+            return min(line.old_start + (new_offset - line.new_start), line.old_end) if clamp else None
+        return new_offset - (line.new_end - line.old_end)
+
+
+def line_changes(old: str, new: str) -> Optional[LineChanges]:
+    """The changed lines between two texts, or None if lines were added or removed."""
+    if old.count("\n") != new.count("\n"):
+        return None
+    return LineChanges(old, new, find_edit(old, new))
+
 
 # --------------------------------------------------------------------------- the fast path
 
@@ -149,13 +168,13 @@ def quick_problems(base: Analysis, text: str) -> Optional[list[Problem]]:
     """The problems of `text`, computed from `base` (the analysis of an earlier text), or None."""
     if base.module is None or base.text is text:
         return None if base.module is None else base.problems
-    if base.text.count("\n") != text.count("\n"):
+    changes = line_changes(base.text, text)
+    if changes is None:
         return None  # lines were added or removed
-    edit = find_edit(base.text, text)
-    if edit.start == edit.old_end == edit.new_end:
+    if not changes.lines:
         return base.problems
     try:
-        return _Rechecker(base, text, LineChanges(base.text, text, edit)).run()
+        return _Rechecker(base, text, changes).run()
     except _NotQuick:
         return None
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..diagnostics import HloError
+from ..diagnostics import HloError, SourceFile
 from ..lexer import tokenize
 from ..opcodes import OPCODES, AttrKind, wrapped_attr_specs
 from ..parser import _lark
@@ -176,8 +176,18 @@ class DocumentIndex:
 # --------------------------------------------------------------------------- tokens
 
 
+class _UnterminatedString(Exception):
+    def __init__(self, offset: int):
+        super().__init__(offset)
+        self.offset = offset
+
+
 def lex_tolerantly(text: str) -> tuple[list[str], list[int], list[str]]:
-    """Token kinds, start offsets and texts; a line the lexer rejects is skipped from the bad character."""
+    """Token kinds, start offsets and texts; a line the lexer rejects is skipped from the bad character.
+
+    A string running over several lines is taken for an unterminated one (the printer escapes line
+    breaks), so that one missing '"' does not swallow the statements that follow.
+    """
     _lark()  # installs the lexer's regular expressions
     kinds: list[str] = []
     starts: list[int] = []
@@ -186,13 +196,19 @@ def lex_tolerantly(text: str) -> tuple[list[str], list[int], list[str]]:
     while base < len(text):
         chunk = text if base == 0 else text[base:]
         try:
-            for tok in tokenize(chunk, False, None):
+            for tok in tokenize(chunk, False, SourceFile("<index>", chunk)):
+                value = str.__str__(tok)
+                if tok.type == "STRING" and "\n" in value:
+                    raise _UnterminatedString(tok.start_pos)
                 kinds.append(tok.type)
                 starts.append(tok.start_pos + base)
-                values.append(str.__str__(tok))
+                values.append(value)
             return kinds, starts, values
-        except HloError as exc:
-            bad = base + (exc.diagnostics[0].loc.offset if exc.diagnostics and exc.diagnostics[0].loc else 0)
+        except (HloError, _UnterminatedString) as exc:
+            if isinstance(exc, _UnterminatedString):
+                bad = base + exc.offset
+            else:
+                bad = base + (exc.diagnostics[0].loc.offset if exc.diagnostics and exc.diagnostics[0].loc else 0)
             # tokens up to the bad character are kept; lexing restarts on the next line
             while starts and starts[-1] >= bad:
                 kinds.pop(), starts.pop(), values.pop()

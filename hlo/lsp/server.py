@@ -12,7 +12,9 @@ that the server keeps answering while a large file is analysed:
   analysis never overwrites the diagnostics of a newer text;
 * requests that need names (hover, definition, references, rename, symbols,
   folding) use the analysis of the current text: a cached one (by content hash)
-  or the one in flight, started at once if there is none;
+  or the one in flight, started at once if there is none; hover does not wait:
+  outside the lines edited since the last full analysis it answers from that
+  analysis, with positions moved along;
 * completion and signature help read only the text around the cursor and never
   wait for an analysis;
 * after publishing, the name index of the new text is built ahead of need;
@@ -42,7 +44,7 @@ from pygls.uris import to_fs_path
 from . import completion, features
 from .analysis import Analysis, Problem, analyse, cached_analysis, content_key
 from .formatting import format_text
-from .incremental import quick_problems
+from .incremental import LineChanges, line_changes, quick_problems
 from .text import UTF8, UTF16, UTF32, LineIndex
 
 VERSION = "0.1.0"
@@ -146,10 +148,31 @@ class HloLanguageServer(LanguageServer):
                  time.perf_counter() - scheduled_at)
         if self._scheduled.get(uri) is asyncio.current_task():
             del self._scheduled[uri]
-        # The name index: ready for the next hover, and the base of the next quick diagnostics.
-        await self.analysis_of(text, filename, with_index=True)
-        self._base[uri] = analysis
+        self._base[uri] = analysis  # the base of the next quick diagnostics and early hovers
+        await self.analysis_of(text, filename, with_index=True)  # the name index, ready for the next hover
         self._collect_garbage_when_idle()
+
+    def scope_names(self, uri: str, text: str) -> Optional[completion.ScopeNames]:
+        """Names in scope from a name index (of this text, or of the last full analysis), for completion."""
+        found = cached_analysis(text, self.document(uri)[1])
+        if found is not None and found.has_index:
+            return lambda start: features.names_in_scope(found, start)
+        earlier = self.earlier_view(uri, text)
+        if earlier is None:
+            return None
+        base, changes = earlier
+        return lambda start: features.names_in_scope(base, changes.to_old(start, clamp=True))
+
+    def earlier_view(self, uri: str, text: str) -> Optional[tuple[Analysis, LineChanges]]:
+        """The last full analysis and the lines changed since, when the current text has none of its own."""
+        base = self._base.get(uri)
+        if base is None or not base.has_index:
+            return None
+        found = cached_analysis(text, self.document(uri)[1])
+        if found is not None and found.has_index:
+            return None
+        changes = line_changes(base.text, text)
+        return (base, changes) if changes is not None else None
 
     def is_current(self, uri: str, text: str) -> bool:
         return uri in self.workspace.text_documents and self.workspace.get_text_document(uri).source is text
@@ -213,6 +236,14 @@ def _offset(analysis_or_lines, position: lsp.Position, encoding: str = UTF16) ->
 def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer:
     server = HloLanguageServer(debounce_seconds)
 
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: HloLanguageServer, params):
+        for task in ls._scheduled.values():
+            task.cancel()
+        ls._scheduled.clear()
+        for executor in (ls.analyser, ls.quick_analyser):  # queued analyses would delay the exit
+            executor.shutdown(wait=False, cancel_futures=True)
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: HloLanguageServer, params: lsp.DidOpenTextDocumentParams):
         ls.schedule_diagnostics(params.text_document.uri, 0)
@@ -236,12 +267,23 @@ def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def hover(ls: HloLanguageServer, params: lsp.HoverParams):
-        analysis = await ls.current_analysis(params.text_document.uri)
+        uri = params.text_document.uri
+        text, _ = ls.document(uri)
+        earlier = ls.earlier_view(uri, text)
+        if earlier is not None:  # answer at once from the last full analysis, if the position is not edited
+            base, changes = earlier
+            old = changes.to_old(_offset(ls.lines_of(text), params.position))
+            if old is not None:
+                found = features.hover(base, old)
+                if found is None:
+                    return None
+                return _hover(found.markdown, ls.lines_of(text), changes.to_new(found.start),
+                              changes.to_new(found.end))
+        analysis = await ls.current_analysis(uri)
         found = features.hover(analysis, _offset(analysis, params.position, ls.encoding))
         if found is None:
             return None
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=found.markdown),
-                         range=to_range(analysis.lines(ls.encoding), found.start, found.end))
+        return _hover(found.markdown, analysis.lines(ls.encoding), found.start, found.end)
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: HloLanguageServer, params: lsp.DefinitionParams):
@@ -301,7 +343,8 @@ def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer
     def complete(ls: HloLanguageServer, params: lsp.CompletionParams):
         text, _ = ls.document(params.text_document.uri)
         lines = ls.lines_of(text)
-        found = completion.complete(text, _offset(lines, params.position))
+        found = completion.complete(text, _offset(lines, params.position),
+                                    ls.scope_names(params.text_document.uri, text))
         items = [lsp.CompletionItem(label=c.label, kind=_COMPLETION_KIND[c.kind], detail=c.detail or None,
                                     sort_text=c.sort_text,
                                     text_edit=lsp.TextEdit(to_range(lines, c.replace_start, c.replace_end),
@@ -338,6 +381,11 @@ def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer
         return [lsp.TextEdit(to_range(lines, 0, len(text)), result.text)]
 
     return server
+
+
+def _hover(markdown: str, lines: LineIndex, start: int, end: int) -> lsp.Hover:
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown),
+                     range=to_range(lines, start, end))
 
 
 def _symbol(lines: LineIndex, symbol: features.Symbol) -> lsp.DocumentSymbol:

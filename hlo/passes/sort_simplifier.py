@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
-from .rewrite import Rewriter, clone_computation, unfused_computations
+from .rewrite import Rewriter, clone_computation, unfused_instructions
 
 
 @register
@@ -22,7 +22,7 @@ class SortSimplifier(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        sorts = [i for c in unfused_computations(module) for i in c.instructions if i.opcode == "sort"]
+        sorts = unfused_instructions(module, lambda inst: inst.opcode == "sort")
         changed = False
         for sort in sorts:
             changed |= remove_unused_sort_operands(sort, rewriter)

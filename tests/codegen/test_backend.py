@@ -602,7 +602,22 @@ ENTRY e {{
   ROOT r = (u64[2], u32[3,7]) rng-bit-generator(s), algorithm={algorithm}
 }}
 """
-    check(text, np.array([42, 7], np.uint64), options=CodegenOptions())
+    check(text, np.array([42, 7], np.uint64))  # expanded with and without the default pipeline
+
+
+def test_batch_norm_inference():
+    text = """HloModule m
+ENTRY e {
+  x = f32[2,3,4] parameter(0)
+  s = f32[4] parameter(1)
+  o = f32[4] parameter(2)
+  m = f32[4] parameter(3)
+  v = f32[4] parameter(4)
+  ROOT y = f32[2,3,4] batch-norm-inference(x, s, o, m, v), epsilon=0.001, feature_index=2
+}
+"""
+    check(text, rand(np.float32, 2, 3, 4), rand(np.float32, 4, seed=1), rand(np.float32, 4, seed=2),
+          rand(np.float32, 4, seed=3), np.abs(rand(np.float32, 4, seed=4)) + 0.5, rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- complex, fft

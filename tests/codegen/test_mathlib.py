@@ -8,6 +8,7 @@ per f32 function (100k per f64); the slow test runs the full sweep.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -32,11 +33,17 @@ def _ids(case):
     return f"{case[0]}-{case[1]}"
 
 
+def _needs_long_double_reference(dtype):
+    if dtype == "float64" and np.finfo(np.longdouble).nmant < 63:
+        pytest.skip("f64 references need an extended long double (x87 or quad)")
+
+
 # --------------------------------------------------------------------------- accuracy
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_error_within_documented_bound(kernels, case):
     name, dtype = case
+    _needs_long_double_reference(dtype)
     points = 200_000 if dtype == "float32" else 100_000
     err, worst = mathlib.measure(kernels, name, dtype, points, seed=7)
     bound = mathlib.ACCURACY[case].max_ulp
@@ -47,6 +54,7 @@ def test_error_within_documented_bound(kernels, case):
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_error_within_documented_bound_full_sweep(kernels, case):
     name, dtype = case
+    _needs_long_double_reference(dtype)
     points = 4_000_000 if dtype == "float32" else 1_000_000
     err, worst = mathlib.measure(kernels, name, dtype, points, seed=2024)
     bound = mathlib.ACCURACY[case].max_ulp
@@ -121,14 +129,12 @@ def test_smallest_subnormal_arguments(kernels, case):
 
 
 def test_log_of_subnormals_and_extremes(kernels):
-    for dtype, values in (("float32", [2.0 ** -149, 2.0 ** -130, float(np.finfo(np.float32).max)]),
-                          ("float64", [2.0 ** -1074, 2.0 ** -1030, float(np.finfo(np.float64).max)])):
-        x = np.array(values, dtype=dtype)
-        got = kernels("log", dtype, x)
-        exact = [-149 * math.log(2), -130 * math.log(2), 128 * math.log(2)] if dtype == "float32" else \
-            [-1074 * math.log(2), -1030 * math.log(2), 709.782712893384]
-        for g, e in zip(got, exact):
-            assert abs(g - e) <= 2 * abs(np.spacing(np.array(e, dtype=dtype)))
+    for dtype, values in (("float32", [2.0 ** -149, 2.0 ** -130, 3 * 2.0 ** -140, float(np.finfo(np.float32).max)]),
+                          ("float64", [2.0 ** -1074, 2.0 ** -1030, 3 * 2.0 ** -1060, float(np.finfo(np.float64).max)])):
+        got = kernels("log", dtype, np.array(values, dtype=dtype))
+        for g, v in zip(got, values):
+            e = math.log(v)  # every value is exact in dtype
+            assert abs(g - e) <= abs(np.spacing(np.array(e, dtype=dtype))), f"log({v}) = {g}, expected {e}"
 
 
 # Overflow and underflow thresholds: the last argument with a finite / nonzero result
@@ -217,9 +223,8 @@ def test_pow_c99_special_cases(kernels, dtype):
 # --------------------------------------------------------------------------- invariants
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=64))
-def test_symmetries_are_exact_f32(values):
-    kernels = _shared_kernels()
+@given(values=st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=64))
+def test_symmetries_are_exact_f32(kernels, values):
     x = np.array(values, dtype=np.float32)
     x = x[np.abs(x) < 2.0 ** 48]
     for name in ("sin", "tan", "tanh", "erf"):  # odd
@@ -227,15 +232,6 @@ def test_symmetries_are_exact_f32(values):
     assert np.array_equal(kernels("cos", "float32", -x), kernels("cos", "float32", x), equal_nan=True)
     s = kernels("logistic", "float32", x).astype(np.float64) + kernels("logistic", "float32", -x)
     assert np.all(np.abs(s - 1) <= 2.0 ** -22)
-
-
-_KERNELS = {}
-
-
-def _shared_kernels():
-    if "k" not in _KERNELS:
-        _KERNELS["k"] = mathlib.MathKernels([(n, "float32") for n in ("sin", "cos", "tan", "tanh", "erf", "logistic")])
-    return _KERNELS["k"]
 
 
 # --------------------------------------------------------------------------- vectorisation
@@ -254,9 +250,9 @@ def test_loops_calling_each_function_vectorise(kernels, dtype):
     elem = "float" if dtype == "float32" else "double"
     for name in mathlib.FUNCTIONS:
         body = bodies[mathlib.kernel_name(name, dtype)]
-        widths = {int(n) for n in __import__("re").findall(rf"<(\d+) x {elem}>", body)}
-        assert widths and max(widths) >= 4, f"{name} {dtype}: no vector code"
-        calls = set(__import__("re").findall(r"call [^@]*@\"?([\w.]+)", body))
+        widths = {int(n) for n in re.findall(rf"<(\d+) x {elem}>", body)}
+        assert widths and max(widths) >= 2, f"{name} {dtype}: no vector code"
+        calls = set(re.findall(r"call [^@]*@\"?([\w.]+)", body))
         assert all(c.startswith("llvm.") for c in calls), f"{name} {dtype}: calls {calls}"
         assert f"hlo.{name}." not in body  # inlined
 
