@@ -19,13 +19,13 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ..checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Computation, Instruction, Module
 from ..parser import parse_module_with_recovery
-from .index import CompEntry, DocumentIndex, InstrEntry, build_index
+from .index import CompEntry, DocumentIndex, IndexingStopped, InstrEntry, build_index
 from .text import LineIndex, token_end
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,16 @@ class Analysis:
             if self._index is None:
                 self._index = build_index(self.text)
             return self._index
+
+    def build_index_unless(self, should_stop: Callable[[], bool]) -> bool:
+        """Build the name index ahead of need, giving up (False) as soon as should_stop() says so."""
+        with self._lock:
+            if self._index is None:
+                try:
+                    self._index = build_index(self.text, should_stop)
+                except IndexingStopped:
+                    return False
+            return True
 
     def lines(self, encoding: str) -> LineIndex:
         with self._lock:

@@ -39,7 +39,9 @@ def hover(analysis: Analysis, offset: int) -> Optional[HoverResult]:
     if occ is not None:
         if occ.kind == COMPUTATION:
             comp = index.computation_named(occ.name)
-            text = _computation_hover(analysis, comp) if comp is not None else f"computation `%{occ.name}` is not defined"
+            if comp is None:
+                return HoverResult(f"computation `%{occ.name}` is not defined", occ.start, occ.end)
+            text = _computation_hover(analysis, comp)
             return HoverResult(text, occ.start, occ.end)
         inst = index.instruction_of(occ)
         if occ.role == USE:

@@ -17,7 +17,8 @@ lines, the diagnostics of the new text are computed by re-checking only
 and by moving every other diagnostic with its line. The small modules go through
 the same parse-with-recovery and checker as a full analysis, so the messages are
 the same (the "did you mean" hint for an undefined name is taken from the whole
-computation, as the parser does).
+computation, as the parser does; it may still suggest an instruction whose own line
+was just broken, until the full analysis).
 
 `quick_problems` returns None whenever the edit is not of this kind (lines added
 or removed, a computation header or parameter changed, an instruction renamed, a
@@ -231,7 +232,8 @@ class _Rechecker:
             raise _NotQuick()
         if not found:
             comp = self.index.computation_at(line.old_start)
-            if comp is None or not (comp.header_end <= line.old_start and 0 <= comp.close and line.old_end < comp.close):
+            closed = comp is not None and comp.close >= 0
+            if not (closed and comp.header_end <= line.old_start and line.old_end < comp.close):
                 raise _NotQuick()
             return None
         inst = found[0]
@@ -256,7 +258,11 @@ class _Rechecker:
             user_line = self.line_at(user.start)
             if self.single_instruction_on(user_line) is not user:
                 raise _NotQuick()
-            if user_line.old_start not in self.rechecked_lines:
+            if user_line.old_start in self.rechecked_lines:
+                continue
+            if user_line.old_start in self.changes.by_old_start:
+                self.changed_line(user_line)  # edited too: checked as such
+            else:
                 self.recheck(user, user_line)
 
     def users(self, inst: InstrEntry) -> list[InstrEntry]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ..diagnostics import HloError, SourceFile
 from ..lexer import tokenize
@@ -176,13 +176,21 @@ class DocumentIndex:
 # --------------------------------------------------------------------------- tokens
 
 
+class IndexingStopped(Exception):
+    """build_index was asked to stop (its text is no longer the current one)."""
+
+
+_POLL_EVERY = 4096   # tokens or instructions between two polls of should_stop
+
+
 class _UnterminatedString(Exception):
     def __init__(self, offset: int):
         super().__init__(offset)
         self.offset = offset
 
 
-def lex_tolerantly(text: str) -> tuple[list[str], list[int], list[str]]:
+def lex_tolerantly(text: str, should_stop: Optional[Callable[[], bool]] = None
+                   ) -> tuple[list[str], list[int], list[str]]:
     """Token kinds, start offsets and texts; a line the lexer rejects is skipped from the bad character.
 
     A string running over several lines is taken for an unterminated one (the printer escapes line
@@ -203,6 +211,8 @@ def lex_tolerantly(text: str) -> tuple[list[str], list[int], list[str]]:
                 kinds.append(tok.type)
                 starts.append(tok.start_pos + base)
                 values.append(value)
+                if should_stop is not None and len(kinds) % _POLL_EVERY == 0 and should_stop():
+                    raise IndexingStopped()
             return kinds, starts, values
         except (HloError, _UnterminatedString) as exc:
             if isinstance(exc, _UnterminatedString):
@@ -223,9 +233,10 @@ def lex_tolerantly(text: str) -> tuple[list[str], list[int], list[str]]:
 
 
 class _Walker:
-    def __init__(self, text: str):
+    def __init__(self, text: str, should_stop: Optional[Callable[[], bool]] = None):
         self.text = text
-        self.kinds, self.starts, self.values = lex_tolerantly(text)
+        self.should_stop = should_stop
+        self.kinds, self.starts, self.values = lex_tolerantly(text, should_stop)
         self.n = len(self.kinds)
         self.index = DocumentIndex(text)
 
@@ -332,6 +343,9 @@ class _Walker:
             nxt = self.kind(j + 1)
             if k == "ROOT" or (k in _NAME_KINDS and nxt == "EQUAL"):
                 j = self.instruction(j, comp)
+                if self.should_stop is not None and len(self.index.instructions) % _POLL_EVERY == 0 \
+                        and self.should_stop():
+                    raise IndexingStopped()
             elif k == "ENTRY" or k == "HLOMODULE" or (k in _NAME_KINDS and nxt in ("LPAR", "LBRACE")
                                                        and self.first_on_line(j)):
                 return j  # the '}' is missing: a new computation starts here
@@ -489,6 +503,9 @@ def _computation_attributes(opcode: Optional[str]) -> frozenset:
     return frozenset(s.name for s in specs.values() if s.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
 
 
-def build_index(text: str) -> DocumentIndex:
-    """The name index of a document (never raises on bad input)."""
-    return _Walker(text).run()
+def build_index(text: str, should_stop: Optional[Callable[[], bool]] = None) -> DocumentIndex:
+    """The name index of a document (never raises on bad input).
+
+    should_stop, when given, is polled now and then: IndexingStopped is raised as soon as it says True.
+    """
+    return _Walker(text, should_stop).run()

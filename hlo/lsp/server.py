@@ -17,7 +17,8 @@ that the server keeps answering while a large file is analysed:
   analysis, with positions moved along;
 * completion and signature help read only the text around the cursor and never
   wait for an analysis;
-* after publishing, the name index of the new text is built ahead of need;
+* after publishing, the name index of the new text is built ahead of need (given
+  up when another edit arrives: it must not delay newer diagnostics);
 * the cyclic garbage collector is off in the server (collections over the IR of a
   large file take a few hundred ms at random moments); garbage is collected on the
   worker when the user pauses for a second, or after a few analyses at the latest.
@@ -71,7 +72,7 @@ class HloLanguageServer(LanguageServer):
         self.debounce_seconds = debounce_seconds
         self.analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hlo-analysis")
         self.quick_analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hlo-quick")
-        self._base: dict[str, Analysis] = {}   # the last full analysis of each document
+        self._bases: dict[str, list[Analysis]] = {}   # the last two full analyses of each document, newest first
         self._scheduled: dict[str, asyncio.Task] = {}
         self._inflight: dict[tuple, asyncio.Future] = {}
         self._line_index: Optional[LineIndex] = None
@@ -132,7 +133,7 @@ class HloLanguageServer(LanguageServer):
         if uri not in self.workspace.text_documents:
             return
         text, filename = self.document(uri)
-        base = self._base.get(uri)
+        base = self.base_of(uri)
         if base is not None and cached_analysis(text, filename) is None:
             problems = await asyncio.get_running_loop().run_in_executor(self.quick_analyser, quick_problems, base,
                                                                         text)
@@ -148,9 +149,21 @@ class HloLanguageServer(LanguageServer):
                  time.perf_counter() - scheduled_at)
         if self._scheduled.get(uri) is asyncio.current_task():
             del self._scheduled[uri]
-        self._base[uri] = analysis  # the base of the next quick diagnostics and early hovers
-        await self.analysis_of(text, filename, with_index=True)  # the name index, ready for the next hover
+        self._bases[uri] = [analysis] + self._bases.get(uri, [])[:1]  # for quick diagnostics and early hovers
+        # The name index, ready for the next hover; given up if another edit comes first (quick diagnostics
+        # and hovers then use the analysis before, whose index is built).
+        await asyncio.shield(asyncio.get_running_loop().run_in_executor(
+            self.analyser, analysis.build_index_unless, self._newer_work_pending))
         self._collect_garbage_when_idle()
+
+    def _newer_work_pending(self) -> bool:
+        return bool(self._scheduled)
+
+    def base_of(self, uri: str) -> Optional[Analysis]:
+        """The newest full analysis whose name index is built (the one before, while the newest's is built;
+        its lines changed since are re-checked all the same)."""
+        bases = self._bases.get(uri, [])
+        return next((b for b in bases if b.has_index), bases[0] if bases else None)
 
     def scope_names(self, uri: str, text: str) -> Optional[completion.ScopeNames]:
         """Names in scope from a name index (of this text, or of the last full analysis), for completion."""
@@ -165,7 +178,7 @@ class HloLanguageServer(LanguageServer):
 
     def earlier_view(self, uri: str, text: str) -> Optional[tuple[Analysis, LineChanges]]:
         """The last full analysis and the lines changed since, when the current text has none of its own."""
-        base = self._base.get(uri)
+        base = self.base_of(uri)
         if base is None or not base.has_index:
             return None
         found = cached_analysis(text, self.document(uri)[1])
@@ -262,7 +275,7 @@ def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer
         task = ls._scheduled.pop(uri, None)
         if task is not None:
             task.cancel()
-        ls._base.pop(uri, None)
+        ls._bases.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)

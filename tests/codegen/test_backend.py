@@ -258,6 +258,26 @@ ENTRY e {
     check(text, rand(np.float32, 4, 6))
 
 
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(0, 2), st.integers(0, 2), st.integers(0, 1),
+       st.integers(1, 2), st.booleans())
+def test_pad_slice_reverse_property(rows, cols, lo, hi, interior, stride, reverse):
+    """Index arithmetic of pad, strided slice and reverse agrees with the interpreter."""
+    padded = (rows + lo + hi + max(rows - 1, 0) * interior, cols + lo + hi + max(cols - 1, 0) * interior)
+    sliced = ((padded[0] + stride - 1) // stride, (padded[1] + stride - 1) // stride)
+    dims = "{0,1}" if reverse else "{1}"
+    text = f"""HloModule m
+ENTRY e {{
+  x = s32[{rows},{cols}] parameter(0)
+  z = s32[] constant(-7)
+  p = s32[{padded[0]},{padded[1]}] pad(x, z), padding={lo}_{hi}_{interior}x{lo}_{hi}_{interior}
+  s = s32[{sliced[0]},{sliced[1]}] slice(p), slice={{[0:{padded[0]}:{stride}], [0:{padded[1]}:{stride}]}}
+  ROOT r = s32[{sliced[0]},{sliced[1]}] reverse(s), dimensions={dims}
+}}
+"""
+    check(text, np.arange(rows * cols, dtype=np.int32).reshape(rows, cols), options=RAW)
+
+
 def test_layouts_and_bitcast():
     text = """HloModule m
 ENTRY e {
@@ -708,3 +728,13 @@ def test_arena_reuses_dead_temporaries():
     lowered = lower_module(parse_module(text, "chain.hlo"), RAW)
     assert lowered.temp_bytes <= 2 * 4096  # six temporaries, at most two live at once
     check(text, rand(np.float32, 1024) / 8, options=RAW, rtol=1e-5)
+
+
+def test_compile_object_for_host_and_cross_target():
+    from hlo.codegen import compile_object
+    module = parse_module(WHILE_MODULE, "w.hlo")
+    host = compile_object(lower_module(module))
+    assert host[:4] == b"\x7fELF"
+    arm = CodegenOptions(triple="aarch64-unknown-linux-gnu")
+    obj = compile_object(lower_module(module, arm), arm)
+    assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == 183  # EM_AARCH64

@@ -77,7 +77,6 @@ def apply_edits(text: str, edits: list[dict]) -> str:
     for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
         a, b = offset(edit["range"]["start"]), offset(edit["range"]["end"])
         text = text[:a] + edit["newText"] + text[b:]
-        lines = None
     return text
 
 
@@ -288,7 +287,8 @@ def test_folding_ranges(server):
 
 
 def test_formatting_keeps_comments(server):
-    text = MODULE.replace("  %zero = f32[] constant(0)", "  // the initial value\n  %zero = f32[]   constant(0)  // zero")
+    text = MODULE.replace("  %zero = f32[] constant(0)",
+                          "  // the initial value\n  %zero = f32[]   constant(0)  // zero")
     uri, _ = open_doc(server, text)
     edits = request(server, "textDocument/formatting", uri, options={"tabSize": 2, "insertSpaces": True})
     formatted = apply_edits(text, edits)
