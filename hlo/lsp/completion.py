@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Optional
 
 from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrKind, wrapped_attr_specs
 from ..shapes import PRIMITIVE_TYPES
-from .index import COMPUTATION_ATTRIBUTES
+from .index import COMPUTATION_ATTRIBUTES, LITERAL_OPERAND_OPCODES
 from .operands import active_operand, operand_count_text, operand_specs
 
 MAX_ITEMS = 200
@@ -161,7 +161,7 @@ def _in_instruction(text: str, offset: int, stmt: _Statement, after_equal: int, 
     opcode = call.group(1)
     operands = rest[call.end() - 1:]
     if _depth_scan(operands) > 0:
-        if opcode in ("parameter", "constant"):
+        if opcode in LITERAL_OPERAND_OPCODES:
             return Completions([])
         names = scope_names(stmt.start) if scope_names is not None else None
         if names is not None:

@@ -16,7 +16,8 @@ from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrSpec, split_async_sugar, 
 from ..printer import format_shape
 from ..shapes import PRIMITIVE_TYPES
 from .analysis import Analysis
-from .index import COMPUTATION, INSTRUCTION, USE, CompEntry, DocumentIndex, InstrEntry, Occurrence
+from .index import (COMPUTATION, INSTRUCTION, LITERAL_OPERAND_OPCODES, USE, CompEntry, DocumentIndex, InstrEntry,
+                    Occurrence)
 from .operands import operand_count_text, operand_specs
 from .text import comments
 
@@ -76,7 +77,7 @@ def _instruction_hover(analysis: Analysis, inst: InstrEntry) -> str:
     text = analysis.text
     shape, inferred = _shape_text(analysis, inst)
     operands = ", ".join("%" + o.name for o in inst.operands)
-    if inst.opcode in ("parameter", "constant") and inst.operands_close > inst.operands_open:
+    if inst.opcode in LITERAL_OPERAND_OPCODES and inst.operands_close > inst.operands_open:
         operands = " ".join(text[inst.operands_open + 1:inst.operands_close].split())
         if len(operands) > 60:
             operands = operands[:57] + "..."

@@ -37,6 +37,8 @@ COMPUTATION_ATTRIBUTES = frozenset(
     spec.name for info in OPCODES.values() for spec in info.attrs
     if spec.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
 INSTRUCTION_LIST_ATTRIBUTES = frozenset({"control-predecessors"})
+# Opcodes whose parentheses hold a number or a literal instead of operands (as in hlo/parser.py).
+LITERAL_OPERAND_OPCODES = frozenset({"parameter", "constant"})
 _NAME_IN_OPERANDS = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
 _NAME_KINDS = frozenset({"NAME", "IDENT"})
 _OPERAND_START = frozenset({"LPAR", "OPERAND_NAMES", "LITERAL_TEXT"})
@@ -422,7 +424,7 @@ class _Walker:
         if k == "LITERAL_TEXT":
             inst.operands_close = self.end(j) - 1
             return j + 1, j
-        leaf = inst.opcode in ("parameter", "constant")
+        leaf = inst.opcode in LITERAL_OPERAND_OPCODES
         first = last = j
         parens = braces = 0
         while j < self.n:

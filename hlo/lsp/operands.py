@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..opcodes import OPCODES, Category, split_async_sugar
+from .index import LITERAL_OPERAND_OPCODES
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def operand_count_text(opcode: str) -> str:
     info = OPCODES.get(sugar[0] if sugar else opcode)
     if info is None:
         return ""
-    if opcode in ("parameter", "constant"):
+    if opcode in LITERAL_OPERAND_OPCODES:
         return "no operands: a number or literal goes in the parentheses"
     if info.arity is not None:
         return f"{info.arity} operand{'s' if info.arity != 1 else ''}"

@@ -5,9 +5,9 @@ that the server keeps answering while a large file is analysed:
 
 * didOpen analyses at once, didChange after a short quiet period (debounce,
   HLO_LSP_DEBOUNCE seconds, default 0.1): a burst of keystrokes costs one analysis;
-* an edit inside one instruction line is first diagnosed incrementally from the
-  last full analysis (hlo.lsp.incremental, a few ms, on a second thread), then the
-  full analysis follows and publishes again: it always has the last word;
+* edits inside instruction lines are first diagnosed incrementally from the last
+  full analysis (hlo.lsp.incremental, a few ms, on a second thread), then the full
+  analysis follows and publishes again: it always has the last word;
 * diagnostics are published only for the text they were computed from, so a slow
   analysis never overwrites the diagnostics of a newer text;
 * requests that need names (hover, definition, references, rename, symbols,
@@ -15,8 +15,9 @@ that the server keeps answering while a large file is analysed:
   or the one in flight, started at once if there is none; hover does not wait:
   outside the lines edited since the last full analysis it answers from that
   analysis, with positions moved along;
-* completion and signature help read only the text around the cursor and never
-  wait for an analysis;
+* completion and signature help read the text around the cursor and never wait
+  for an analysis (names in scope come from the last name index, or from a scan
+  of the text when there is none);
 * after publishing, the name index of the new text is built ahead of need (given
   up when another edit arrives: it must not delay newer diagnostics);
 * the cyclic garbage collector is off in the server (collections over the IR of a
@@ -72,7 +73,8 @@ class HloLanguageServer(LanguageServer):
         self.debounce_seconds = debounce_seconds
         self.analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hlo-analysis")
         self.quick_analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hlo-quick")
-        self._bases: dict[str, list[Analysis]] = {}   # the last two full analyses of each document, newest first
+        self._latest: dict[str, Analysis] = {}    # the last full analysis of each document
+        self._indexed: dict[str, Analysis] = {}   # the last one whose name index is built
         self._scheduled: dict[str, asyncio.Task] = {}
         self._inflight: dict[tuple, asyncio.Future] = {}
         self._line_index: Optional[LineIndex] = None
@@ -137,6 +139,8 @@ class HloLanguageServer(LanguageServer):
         if base is not None and cached_analysis(text, filename) is None:
             problems = await asyncio.get_running_loop().run_in_executor(self.quick_analyser, quick_problems, base,
                                                                         text)
+            if base.has_index and self._latest.get(uri) is base:
+                self._indexed[uri] = base
             if problems is not None and self.is_current(uri, text):
                 self.publish_problems(uri, self.lines_of(text), problems)
                 log.info("published %d quick diagnostics for %s %.3f s after the change", len(problems), uri,
@@ -149,21 +153,26 @@ class HloLanguageServer(LanguageServer):
                  time.perf_counter() - scheduled_at)
         if self._scheduled.get(uri) is asyncio.current_task():
             del self._scheduled[uri]
-        self._bases[uri] = [analysis] + self._bases.get(uri, [])[:1]  # for quick diagnostics and early hovers
+        self._latest[uri] = analysis  # the base of quick diagnostics and early hovers
         # The name index, ready for the next hover; given up if another edit comes first (quick diagnostics
-        # and hovers then use the analysis before, whose index is built).
-        await asyncio.shield(asyncio.get_running_loop().run_in_executor(
-            self.analyser, analysis.build_index_unless, self._newer_work_pending))
+        # and hovers then use the last analysis whose index is built).
+        built = await asyncio.shield(asyncio.get_running_loop().run_in_executor(
+            self.analyser, analysis.build_index_unless, lambda: self._newer_work_pending(uri)))
+        if built and self._latest.get(uri) is analysis:
+            self._indexed[uri] = analysis
         self._collect_garbage_when_idle()
 
-    def _newer_work_pending(self) -> bool:
-        return bool(self._scheduled)
+    def _newer_work_pending(self, uri: str) -> bool:
+        """Another edit is waiting, and the document has an earlier name index to fall back on."""
+        return bool(self._scheduled) and uri in self._indexed
 
     def base_of(self, uri: str) -> Optional[Analysis]:
-        """The newest full analysis whose name index is built (the one before, while the newest's is built;
-        its lines changed since are re-checked all the same)."""
-        bases = self._bases.get(uri, [])
-        return next((b for b in bases if b.has_index), bases[0] if bases else None)
+        """The newest full analysis if its name index is built, else the last one whose index is (the lines
+        changed since are re-checked all the same), else the newest (its index is then built on demand)."""
+        latest = self._latest.get(uri)
+        if latest is not None and latest.has_index:
+            return latest
+        return self._indexed.get(uri, latest)
 
     def scope_names(self, uri: str, text: str) -> Optional[completion.ScopeNames]:
         """Names in scope from a name index (of this text, or of the last full analysis), for completion."""
@@ -275,7 +284,8 @@ def create_server(debounce_seconds: Optional[float] = None) -> HloLanguageServer
         task = ls._scheduled.pop(uri, None)
         if task is not None:
             task.cancel()
-        ls._bases.pop(uri, None)
+        ls._latest.pop(uri, None)
+        ls._indexed.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -421,6 +431,8 @@ def main(argv=None) -> int:
     handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     logging.basicConfig(level=args.log_level, handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level != "DEBUG":  # pygls logs every message (whole documents) at INFO
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     gc.disable()  # collected explicitly when idle (see HloLanguageServer)
     server = create_server()
     # Build the parser's tables before the first document arrives.

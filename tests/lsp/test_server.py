@@ -320,3 +320,17 @@ def test_signature_help(server):
     start, end = signature["parameters"][1]["label"]
     assert signature["label"][start:end].startswith("on_true")
     assert "3 operands" in signature["documentation"]
+
+
+def test_positions_are_utf16_code_units_with_crlf_line_ends(server):
+    text = MODULE.replace("%zero = f32[] constant(0)", '%zero = f32[] constant(0), metadata={op_name="😀é"}')
+    text = text.replace("multiply(%total, %total)", "multiply(%total, %x)").replace("\n", "\r\n")
+    uri, diagnostics = open_doc(server, text)
+    line = text.split("\r\n")[13]
+    assert diagnostics[0]["range"]["start"] == {"line": 13, "character": line.index("%x)")}
+    text2 = text.replace('op_name="😀é"}', 'op_name="😀é"}, foo=1')
+    uri, diagnostics = open_doc(server, text2)
+    line = text2.split("\r\n")[11]
+    foo = line.index("foo") + 1   # the emoji is two UTF-16 code units
+    assert diagnostics[0]["range"] == {"start": {"line": 11, "character": foo},
+                                       "end": {"line": 11, "character": foo + 3}}

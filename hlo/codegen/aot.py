@@ -1,0 +1,242 @@
+"""Ahead-of-time compilation: an HLO module -> an object file and a C/C++ header.
+
+    compile_aot(module, name, options) -> AotArtifacts(object_code, header, lowered)
+    generate_header(lowered, name) -> str
+    to_physical_bytes(array, shape) / from_physical_bytes(data, shape)
+
+The object defines one function with the entry ABI of hlo.codegen:
+
+    void NAME(void** args, void** results, void* temp);
+
+args[i] points to argument i's dense buffer (tuple parameters flattened
+depth-first), results[j] to result leaf j's buffer (tuple results flattened
+depth-first) and temp to a 64-byte aligned scratch buffer of NAME_TEMP_SIZE bytes.
+Every buffer holds its elements in the *physical order* of its layout: the
+dimension listed last in minor_to_major varies slowest. For the default layouts
+({1,0}, {2,1,0}, ...) that is C row-major order. The object needs only libc/libm.
+
+The header (see generate_header) gives every argument's and result's element type,
+rank, logical dimensions, minor_to_major, byte size, the temp size, and under
+__cplusplus a wrapper class NAME_Class owning 64-byte aligned buffers.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Module
+from ..shapes import Shape, TypeKind
+from . import CodegenOptions, LoweredModule, compile_object, lower_module
+
+__all__ = ["AotArtifacts", "compile_aot", "generate_header", "is_c_identifier", "c_element_type",
+           "to_physical_bytes", "from_physical_bytes", "physical_dims"]
+
+ALIGNMENT = 64
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class AotArtifacts:
+    object_code: bytes
+    header: str
+    lowered: LoweredModule
+
+
+def is_c_identifier(name: str) -> bool:
+    return bool(_IDENTIFIER.match(name))
+
+
+def compile_aot(module: Module, name: str, options: CodegenOptions = CodegenOptions()) -> AotArtifacts:
+    """Lower `module` to an object defining `name` plus the header describing it."""
+    if not is_c_identifier(name):
+        raise ValueError(f"{name!r} is not a C identifier")
+    lowered = lower_module(module, options, name)
+    return AotArtifacts(compile_object(lowered, options), generate_header(lowered, name), lowered)
+
+
+# -- element types -------------------------------------------------------------------------------
+
+def c_element_type(shape: Shape) -> str:
+    """The C type of one stored element (types C lacks travel as raw bits of their width)."""
+    t = shape.element_type
+    size = t.byte_size
+    if t.name == "pred":
+        return "uint8_t"
+    if t.kind == TypeKind.COMPLEX:
+        return "float" if size == 8 else "double"  # an element is two of these: (real, imaginary)
+    if t.name == "f32":
+        return "float"
+    if t.name == "f64":
+        return "double"
+    if t.kind == TypeKind.SIGNED and t.bits >= 8:
+        return f"int{size * 8}_t"
+    return f"uint{size * 8}_t"  # unsigned ints, f16/bf16/f8 raw bits, sub-byte ints one per byte
+
+
+def _scalars_per_element(shape: Shape) -> int:
+    return 2 if shape.element_type.kind == TypeKind.COMPLEX else 1
+
+
+# -- physical order ------------------------------------------------------------------------------
+
+def _physical_order(shape: Shape) -> list[int]:
+    return list(reversed(shape.minor_to_major()))
+
+
+def physical_dims(shape: Shape) -> tuple[int, ...]:
+    """The dimensions in buffer order (slowest varying first)."""
+    return tuple(shape.dims[d] for d in _physical_order(shape))
+
+
+def to_physical_bytes(array, shape: Shape) -> bytes:
+    """A logical-order array (storage dtype, e.g. bf16 as ml_dtypes or raw bits) as buffer bytes."""
+    array = np.asarray(array)
+    if array.dtype != shape.element_type.dtype:
+        array = array.view(shape.element_type.dtype) if array.dtype.itemsize == shape.element_type.dtype.itemsize \
+            else array.astype(shape.element_type.dtype)
+    if shape.rank:
+        array = np.transpose(array.reshape(shape.dims), _physical_order(shape))
+    return np.ascontiguousarray(array).tobytes()
+
+
+def from_physical_bytes(data: bytes, shape: Shape) -> np.ndarray:
+    """Buffer bytes back to a logical-order array of the storage dtype."""
+    flat = np.frombuffer(data, dtype=shape.element_type.dtype)
+    if not shape.rank:
+        return flat.reshape(()).copy()
+    order = _physical_order(shape)
+    inverse = [order.index(d) for d in range(shape.rank)]
+    return np.ascontiguousarray(np.transpose(flat.reshape(physical_dims(shape)), inverse))
+
+
+# -- header --------------------------------------------------------------------------------------
+
+def _int_list(values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _buffer_block(name: str, kind: str, index: int, shape: Shape) -> list[str]:
+    """Constants describing one argument or result buffer."""
+    p = f"{name}_{kind}{index}"
+    rank = shape.rank
+    dims = list(shape.dims) if rank else [1]
+    m2m = list(shape.minor_to_major()) if rank else [0]
+    return [
+        f"/* {kind} {index}: {shape} */",
+        f"typedef {c_element_type(shape)} {p}_t;" + ("  /* two per element: real, imaginary */"
+                                                    if _scalars_per_element(shape) == 2 else ""),
+        f"#define {p}_type \"{shape.element_type.name}\"",
+        f"#define {p}_element_size ((size_t){shape.element_type.byte_size})",
+        f"#define {p}_rank {rank}",
+        f"#define {p}_num_elements ((size_t){_count(shape)})",
+        f"#define {p}_size ((size_t){shape.byte_size()})",
+        f"static const int64_t {p}_dims[{len(dims)}] = {{{_int_list(dims)}}};" + ("  /* rank 0: placeholder */"
+                                                                                  if not rank else ""),
+        f"static const int64_t {p}_minor_to_major[{len(m2m)}] = {{{_int_list(m2m)}}};",
+        "",
+    ]
+
+
+def _count(shape: Shape) -> int:
+    return int(np.prod(shape.dims, dtype=np.int64)) if shape.rank else 1
+
+
+def _size_table(name: str, label: str, shapes: list[Shape]) -> str:
+    sizes = [s.byte_size() for s in shapes] or [0]
+    return f"static const size_t {name}_{label}_sizes[{len(sizes)}] = {{{_int_list(sizes)}}};"
+
+
+_HEADER_COMMENT = """\
+/* Generated by hlo-aot: do not edit.
+
+   void {name}(void** args, void** results, void* temp);
+
+   args[i]    -> argument i's buffer ({num_args} arguments, tuple parameters flattened depth-first)
+   results[j] -> result leaf j's buffer ({num_results} results, tuple results flattened depth-first)
+   temp       -> scratch of {name}_TEMP_SIZE bytes, 64-byte aligned (may be NULL when the size is 0)
+
+   Layout: every buffer is dense, its elements in the physical order of its layout: the
+   dimension listed last in {name}_<buf>_minor_to_major varies slowest. For the default
+   layouts ({{1,0}}, {{2,1,0}}, ...) that is C row-major order over {name}_<buf>_dims.
+   Element types C lacks travel as raw bits (bf16/f16 as uint16_t, f8 as uint8_t, sub-byte
+   integers one per byte); complex elements are (real, imaginary) pairs. pred is one byte
+   (0 or 1). Buffers should be 64-byte aligned. The object needs only libc and libm.
+*/"""
+
+_CPP_CLASS = """\
+#ifdef __cplusplus
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+/* Owns 64-byte aligned argument, result and temp buffers (zero-filled); not copyable.
+   Fill arg_data(i), call Run(), read result_data(j). */
+class {name}_Class {{
+ public:
+  static const int kNumArgs = {name}_NUM_ARGS;
+  static const int kNumResults = {name}_NUM_RESULTS;
+
+  {name}_Class() {{
+    for (int i = 0; i < kNumArgs; ++i) args_[i] = Allocate({name}_arg_sizes[i]);
+    for (int j = 0; j < kNumResults; ++j) results_[j] = Allocate({name}_result_sizes[j]);
+    temp_ = Allocate({name}_TEMP_SIZE);
+  }}
+  ~{name}_Class() {{
+    for (int i = 0; i < kNumArgs; ++i) std::free(args_[i]);
+    for (int j = 0; j < kNumResults; ++j) std::free(results_[j]);
+    std::free(temp_);
+  }}
+  {name}_Class(const {name}_Class&) = delete;
+  {name}_Class& operator=(const {name}_Class&) = delete;
+
+  void* arg_data(int i) {{ return args_[i]; }}
+  const void* arg_data(int i) const {{ return args_[i]; }}
+  void* result_data(int j) {{ return results_[j]; }}
+  const void* result_data(int j) const {{ return results_[j]; }}
+  static size_t arg_size(int i) {{ return {name}_arg_sizes[i]; }}
+  static size_t result_size(int j) {{ return {name}_result_sizes[j]; }}
+  static size_t temp_size() {{ return {name}_TEMP_SIZE; }}
+
+  void Run() {{ {name}(args_, results_, temp_); }}
+
+ private:
+  static void* Allocate(size_t size) {{
+    size_t rounded = (size + {align} - 1) / {align} * {align};
+    void* p = NULL;
+    if (posix_memalign(&p, {align}, rounded ? rounded : {align}) != 0) throw std::bad_alloc();
+    std::memset(p, 0, rounded ? rounded : {align});
+    return p;
+  }}
+  void* args_[{args_capacity}];
+  void* results_[{results_capacity}];
+  void* temp_;
+}};
+#endif  /* __cplusplus */"""
+
+
+def generate_header(lowered: LoweredModule, name: str) -> str:
+    """The C header (with a C++ wrapper class) for the object that defines `name`."""
+    guard = f"HLO_AOT_{name.upper()}_H_"
+    lines = [_HEADER_COMMENT.format(name=name, num_args=len(lowered.params), num_results=len(lowered.results)),
+             f"#ifndef {guard}", f"#define {guard}", "",
+             "#include <stddef.h>", "#include <stdint.h>", "#include <stdlib.h>", "",
+             "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
+             f"void {name}(void** args, void** results, void* temp);", "",
+             f"#define {name}_NUM_ARGS {len(lowered.params)}",
+             f"#define {name}_NUM_RESULTS {len(lowered.results)}",
+             f"#define {name}_TEMP_SIZE ((size_t){lowered.temp_bytes})",
+             f"#define {name}_ALIGNMENT {ALIGNMENT}", ""]
+    for i, shape in enumerate(lowered.params):
+        lines += _buffer_block(name, "arg", i, shape)
+    for j, shape in enumerate(lowered.results):
+        lines += _buffer_block(name, "result", j, shape)
+    lines += ["/* Byte sizes indexed by argument / result number (one placeholder 0 when there are none). */",
+              _size_table(name, "arg", lowered.params), _size_table(name, "result", lowered.results), "",
+              "#ifdef __cplusplus", '}  /* extern "C" */', "#endif", "",
+              _CPP_CLASS.format(name=name, align=ALIGNMENT, args_capacity=max(len(lowered.params), 1),
+                                results_capacity=max(len(lowered.results), 1)),
+              "", f"#endif  /* {guard} */", ""]
+    return "\n".join(lines)
