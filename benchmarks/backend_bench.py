@@ -6,7 +6,10 @@ N of numpy's, alternated so both share the machine's noise, reported as medians 
 the ratio numpy / ours (> 1 means the compiled code is faster). Workloads:
 
     matmul256/512/1024   f32 dot (GFLOP/s)
-    chain                tanh(a*x+b)*c on 16M f32 (numpy plain expression and with out=)
+    chain                tanh(a*x+b)*c on 16M f32 (numpy plain expression and with out=); also
+                         "ours reused-out": our entry function on a result buffer allocated
+                         once, against the faster numpy variant (out=) -- run() pays fresh
+                         pages for its 64 MB result on every call, as the plain expression does
     rowsum / colsum      sums over each axis of a 4096x4096 f32 matrix (GB/s)
     conv2d               NHWC 1x56x56x64 * HWIO 3x3x64x64, SAME padding (numpy im2col; GFLOP/s)
     mlp                  64x784 -> 512 -> 512 -> 10, relu on the hidden layers
@@ -35,12 +38,14 @@ if any(os.environ.get(v) != "1" for v in _THREAD_VARS):
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
+from itertools import pairwise  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Callable, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -124,7 +129,7 @@ def mlp_hlo(batch: int, sizes: tuple[int, ...]) -> str:
     # Names avoid s1/s2/u4...: those spell element types.
     params = [f"  x = f32[{batch},{sizes[0]}] parameter(0)"]
     body, current, number = [], "x", 1
-    for layer, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+    for layer, (fan_in, fan_out) in enumerate(pairwise(sizes)):
         w, b = f"weight{layer}", f"bias{layer}"
         params.append(f"  {w} = f32[{fan_in},{fan_out}] parameter({number})")
         params.append(f"  {b} = f32[{fan_out}] parameter({number + 1})")
@@ -181,10 +186,10 @@ def mlp_numpy(x, *layers):
 
 # --------------------------------------------------------------------------- XLA:CPU (optional)
 
-def xla_compiler() -> Optional[Callable[[str], Callable]]:
+def xla_compiler() -> Callable[[str], Callable] | None:
     """A function HLO text -> callable(*arrays) on XLA:CPU, or None when jax is not importable."""
     try:
-        import jax  # noqa: F401
+        import jax
         from jax._src import compiler as jax_compiler
         from jax._src.lib import xla_client
         from jaxlib import _hlo
@@ -218,7 +223,8 @@ class Row:
     name: str
     ours: float
     numpy_times: dict[str, float] = field(default_factory=dict)
-    xla: Optional[float] = None
+    xla: float | None = None
+    ours_reused: float | None = None  # the entry function called on preallocated buffers
     work: str = ""  # e.g. "96.3 GFLOP/s" for ours
 
 
@@ -239,17 +245,43 @@ def compile_hlo(text: str) -> JitExecutable:
     return JitExecutable(parse_module(text, "<bench>"), CodegenOptions())
 
 
+def reused_buffers_call(executable: JitExecutable, args: list) -> Callable:
+    """The compiled entry function called on result buffers allocated once (no fresh pages per run).
+
+    run() allocates its results on every call, as numpy's plain expressions do; this
+    measures the kernel alone, as numpy with out= does. It uses the documented entry ABI
+    (void f(void** params, void** results, void* temp)) through JitExecutable's compiled
+    function and temp buffer, and only suits row-major (default layout) arrays.
+    """
+    params = [np.ascontiguousarray(a) for a in args]
+    results = [np.empty(s.dims, dtype=s.element_type.dtype) for s in executable.lowered.results]
+    param_ptrs = (ctypes.c_void_p * len(params))(*[a.ctypes.data for a in params])
+    result_ptrs = (ctypes.c_void_p * len(results))(*[r.ctypes.data for r in results])
+    function, temp = executable._function, executable._temp
+
+    def call():
+        function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), temp.ctypes.data)
+        return results
+    return call
+
+
 def check(name: str, ours, reference, rtol: float, atol: float) -> None:
     np.testing.assert_allclose(ours, reference, rtol=rtol, atol=atol, err_msg=f"{name}: compiled result differs")
 
 
 def bench(name: str, text: str, args: list, references: dict[str, Callable], runs: int, xla,
-          rtol: float = 1e-4, atol: float = 1e-4, flops: float = 0.0, nbytes: float = 0.0) -> Row:
-    """Compile, verify against the first reference, then time ours, every reference and XLA."""
+          rtol: float = 1e-4, atol: float = 1e-4, flops: float = 0.0, nbytes: float = 0.0,
+          reuse_result: bool = False) -> Row:
+    """Compile, verify against the first reference, then time ours, every reference and XLA
+    (and, with reuse_result, our entry function on preallocated result buffers)."""
     executable = compile_hlo(text)
     expected = next(iter(references.values()))()
     check(name, executable.run(*args)[0], expected, rtol, atol)
     functions = [lambda: executable.run(*args)] + list(references.values())
+    if reuse_result:
+        reused = reused_buffers_call(executable, args)
+        check(name + " (reused buffers)", reused()[0], expected, rtol, atol)
+        functions.append(reused)
     xla_run = None
     if xla is not None:
         xla_run = xla(text)
@@ -259,6 +291,8 @@ def bench(name: str, text: str, args: list, references: dict[str, Callable], run
     row = Row(name, times[0], dict(zip(references, times[1:1 + len(references)])))
     if xla_run is not None:
         row.xla = times[-1]
+    if reuse_result:
+        row.ours_reused = times[1 + len(references)]
     if flops:
         row.work = f"{flops / row.ours / 1e9:7.1f} GFLOP/s"
     elif nbytes:
@@ -270,6 +304,10 @@ def print_row(row: Row, xla_available: bool) -> None:
     parts = [f"{row.name:<10} ours {row.ours * 1e3:9.3f} ms"]
     for label, t in row.numpy_times.items():
         parts.append(f"{label} {t * 1e3:9.3f} ms  ratio {t / row.ours:5.2f}x")
+    if row.ours_reused is not None:
+        best_numpy = min(row.numpy_times.values())
+        parts.append(f"ours reused-out {row.ours_reused * 1e3:9.3f} ms  ratio vs best numpy "
+                     f"{best_numpy / row.ours_reused:5.2f}x")
     if row.xla is not None:
         parts.append(f"xla {row.xla * 1e3:9.3f} ms  ratio {row.xla / row.ours:5.2f}x")
     elif not xla_available:
@@ -288,7 +326,7 @@ def random_f32(rng, *shape, scale: float = 1.0) -> np.ndarray:
 def matmul_rows(sizes, runs, xla, rng):
     for n in sizes:
         a, b = random_f32(rng, n, n), random_f32(rng, n, n)
-        yield bench(f"matmul{n}", matmul_hlo(n), [a, b], {"numpy": lambda: a @ b}, runs, xla,
+        yield bench(f"matmul{n}", matmul_hlo(n), [a, b], {"numpy": lambda a=a, b=b: a @ b}, runs, xla,
                     rtol=1e-3, atol=1e-3 * np.sqrt(n), flops=2.0 * n ** 3)
 
 
@@ -298,7 +336,7 @@ def chain_rows(n, runs, xla, rng):
     out = np.empty_like(x)
     references = {"numpy": lambda: chain_numpy(x, a, b, c), "numpy out=": lambda: chain_numpy_out(x, a, b, c, out)}
     yield bench("chain", chain_hlo(n), [x, a, b, c], references, runs, xla, rtol=1e-5, atol=1e-6,
-                nbytes=8.0 * n)
+                nbytes=8.0 * n, reuse_result=True)
 
 
 def sum_rows(n, axis, runs, xla, rng):
@@ -317,7 +355,7 @@ def conv2d_rows(hw, channels, runs, xla, rng):
 def mlp_rows(batch, sizes, runs, xla, rng):
     x = random_f32(rng, batch, sizes[0])
     layers = []
-    for fan_in, fan_out in zip(sizes, sizes[1:]):
+    for fan_in, fan_out in pairwise(sizes):
         layers += [random_f32(rng, fan_in, fan_out, scale=1 / np.sqrt(fan_in)), random_f32(rng, fan_out, scale=0.1)]
     yield bench("mlp", mlp_hlo(batch, sizes), [x, *layers], {"numpy": lambda: mlp_numpy(x, *layers)}, runs, xla,
                 rtol=1e-3, atol=1e-3)
@@ -371,7 +409,7 @@ def parse_args(argv=None):
 def pin_to_one_core() -> None:
     """XLA:CPU starts a thread per core; pinning keeps every implementation on one core."""
     try:
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     except (AttributeError, OSError):
         pass
 

@@ -25,7 +25,7 @@ def test_quick_run_prints_every_workload(tmp_path):
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(var, None)  # the script must set them and re-execute itself
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--runs", "1", "--corpus", str(corpus)],
-                            capture_output=True, text=True, env=env, timeout=120)
+                            check=False, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "OPENBLAS_NUM_THREADS=1" in lines[0]
@@ -44,7 +44,7 @@ def test_quick_run_prints_every_workload(tmp_path):
 def test_only_selects_one_workload(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     result = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--runs", "1", "--only", "colsum"],
-                            capture_output=True, text=True, env=env, timeout=60)
+                            check=False, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     rows = result.stdout.splitlines()[1:]
     assert len(rows) == 1 and rows[0].startswith("colsum ")
