@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from hlo import parse_module
+from hlo.loading import load_module
 from hlo.codegen import CodegenOptions
 from hlo.codegen.aot import compile_aot, is_c_identifier
 from .common import UsageError, read_text, tool_main, write_atomic
@@ -51,10 +51,7 @@ def main(module_file: str, prefix: str, name: Optional[str], triple: Optional[st
     outputs = (prefix + ".o", prefix + ".h")
     _refuse_overwriting_input(module_file, outputs)
     filename, text = read_text(module_file)
-    module = parse_module(text, filename)
-    if verify:
-        from hlo.checker import check_module
-        check_module(module)
+    module = load_module(text, filename, verify=verify)
     options = CodegenOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features)
     artifacts = compile_aot(module, name, _checked_target(options))
     write_atomic(outputs[0], artifacts.object_code, (module_file,))

@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 
 import click
 
-from hlo import format_module, parse_module
+from hlo import format_module
+from hlo.loading import load_module
 from .common import UsageError, emit, read_text, tool_main
-
-
-def _check(module) -> None:
-    from hlo.checker import check_module
-    check_module(module)
 
 
 def _list_passes() -> str:
@@ -154,9 +150,7 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
     _check_options(pipeline_text, verify, verify_each, print_after, print_after_all or print_changed or
                    time_passes, emit_kind, computation)
     name, text = read_text(input_file)
-    module = parse_module(text, name)
-    if verify:
-        _check(module)
+    module = load_module(text, name, verify=verify)
     before = top_level_opcode_counts(module) if stats else None
     if pipeline_text is not None:
         events = _run(module, pipeline_text, verify_each, print_after_all, print_after, print_changed)

@@ -9,7 +9,7 @@ from typing import Optional
 import click
 import numpy as np
 
-from hlo import parse_module
+from hlo.loading import load_module
 from hlo.diagnostics import error
 from hlo.interpreter import values_io
 from hlo.interpreter.evaluator import new_plans, run_devices
@@ -70,10 +70,7 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
          repeat: Optional[int], profile: bool, verify: bool) -> None:
     _check_backend(backend)
     name, text = read_text(module_file)
-    module = parse_module(text, name)
-    if verify:
-        from hlo.checker import check_module
-        check_module(module)
+    module = load_module(text, name, verify=verify)
     replicas = module.config.replica_count if replicas is None else replicas
     partitions = module.config.num_partitions if partitions is None else partitions
     devices = replicas * partitions

@@ -1,6 +1,6 @@
 """One analysis of a document text: the recovered module, its problems and its name index.
 
-`analyse(text, filename)` parses with recovery (hlo.parser.parse_module_with_recovery),
+`analyse(text, filename)` parses with recovery and checks (hlo.loading.diagnose),
 runs the checker on whatever module came out, and turns every diagnostic into a
 `Problem` with an exact character range (the token at the diagnostic's location).
 Analyses are cached by content hash, so asking again for an unchanged text (a
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..checker import check_module
-from ..diagnostics import Diagnostic, HloError
+from ..diagnostics import Diagnostic
 from ..ir import Computation, Instruction, Module
-from ..parser import parse_module_with_recovery
+from ..loading import diagnose
 from .index import CompEntry, DocumentIndex, IndexingStopped, InstrEntry, build_index
 from .text import LineIndex, token_end
 
@@ -115,60 +113,16 @@ class Analysis:
 
 def _diagnose(text: str, filename: str) -> tuple[Optional[Module], list[Problem]]:
     try:
-        module, parse_diags = parse_module_with_recovery(text, filename)
-    except Exception:  # a parser bug must not take the server down
-        log.exception("parse_module_with_recovery failed")
-        return None, [Problem(0, 0, "internal error in the parser (see the server log)")]
-    problems = [_problem(d, text, "parser") for d in parse_diags]
-    if module is not None:
-        problems += _checker_problems(module, text, problems)
+        diagnosis = diagnose(text, filename)
+    except Exception:  # a parser or checker bug must not take the server down
+        log.exception("diagnose failed")
+        return None, [Problem(0, 0, "internal error in the parser or checker (see the server log)")]
+    problems = [_problem(d, text, "parser") for d in diagnosis.parser]
+    problems += [_problem(d, text, "checker") for d in diagnosis.checker]
     problems.sort(key=lambda p: (p.start, p.end))
-    return module, _without_cascades(problems, text)
+    return diagnosis.module, problems
 
 
-def _checker_problems(module: Module, text: str, parser_problems: list[Problem]) -> list[Problem]:
-    try:
-        check_module(module)
-        return []
-    except HloError as exc:
-        found = [_problem(d, text, "checker") for d in exc.diagnostics]
-    except Exception:  # a partially built module may trip a checker bug: keep the parser's findings
-        log.exception("check_module failed")
-        return []
-    reported_lines = {_line_key(text, p.start) for p in parser_problems}
-    return [p for p in found if _line_key(text, p.start) not in reported_lines]
-
-
-_UNDEFINED = re.compile(r"use of undefined instruction '%([^']+)'")
-
-
-def _without_cascades(problems: list[Problem], text: str) -> list[Problem]:
-    """Drop 'undefined instruction' errors whose definition sits on a line with a syntax error."""
-    broken_lines = {_line_bounds(text, p.start) for p in problems
-                    if p.source == "parser" and not _UNDEFINED.match(p.message)}
-    if not broken_lines:
-        return problems
-    kept = []
-    for p in problems:
-        m = _UNDEFINED.match(p.message)
-        if m and any(_defines(text[s:e], m.group(1)) for s, e in broken_lines):
-            continue
-        kept.append(p)
-    return kept
-
-
-def _defines(line: str, name: str) -> bool:
-    return re.match(rf"\s*(ROOT\s+)?%?{re.escape(name)}\s*=", line) is not None
-
-
-def _line_key(text: str, offset: int) -> int:
-    return text.rfind("\n", 0, offset)
-
-
-def _line_bounds(text: str, offset: int) -> tuple[int, int]:
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    return start, (len(text) if end < 0 else end)
 
 
 def _problem(diag: Diagnostic, text: str, source: str) -> Problem:

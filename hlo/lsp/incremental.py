@@ -39,7 +39,8 @@ from ..diagnostics import HloError
 from ..ir import Computation
 from ..parser import parse_module_with_recovery
 from ..printer import format_computation, format_shape
-from .analysis import Analysis, Problem, Related, _problem, _without_cascades
+from ..loading import without_cascades
+from .analysis import Analysis, Problem, Related, _problem
 from .index import INSTRUCTION, USE, CompEntry, InstrEntry, build_index
 from .text import token_end
 
@@ -300,7 +301,8 @@ class _Rechecker:
                 check_module(module)
             except HloError as exc:
                 problems += [_problem(d, small, "checker") for d in exc.diagnostics]
-        problems = _without_cascades(_parser_first(problems, len(head), len(head) + len(line_text)), small)
+        problems = without_cascades(_parser_first(problems, len(head), len(head) + len(line_text)), small,
+                                    offset_of=lambda p: p.start)
         problems = [p for p in problems if not self.about_broken_operand(p, comp)]
         mapped = [self.map_problem(_with_hint(p, comp), len(head), line, anchors) for p in problems]
         return _shape_of_line(module, len(head), len(head) + len(line_text)), [p for p in mapped if p is not None]

@@ -120,3 +120,35 @@ def test_console_script_runs():
                           text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == CANONICAL
+
+
+def test_syntax_undefined_name_and_shape_errors_are_reported_together(tmp_path):
+    src = tmp_path / "many.hlo"
+    src.write_text("HloModule m\n"
+                   "ENTRY e {\n"
+                   "  a = f32[2] parameter(0)\n"
+                   "  b = f32[3] parameter(1)\n"
+                   "  c = f32[2] add(a, b)\n"
+                   "  d = f32[2] multiply(c, zz)\n"
+                   "  e = f32[2] negate(a b)\n"
+                   "  ROOT r = f32[2,2] negate(c)\n"
+                   "}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    headlines = [line for line in result.output.splitlines() if ": error: " in line]
+    assert [h.split(": error: ")[0] for h in headlines] == [
+        f"{src}:5:21", f"{src}:6:26", f"{src}:7:23", f"{src}:8:8"]
+    assert "must have identical dimensions" in headlines[0]
+    assert "use of undefined instruction '%zz'" in headlines[1]
+    assert "unexpected 'b'" in headlines[2]
+    assert "shape mismatch: 'negate' produces f32[2]" in headlines[3]
+
+
+def test_uses_of_a_broken_definition_are_not_reported_again(tmp_path):
+    src = tmp_path / "cascade.hlo"
+    src.write_text("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  n = f32[2] negate(a a)\n"
+                   "  ROOT r = f32[2] exponential(n)\n}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    assert result.output.count(": error: ") == 1
+    assert "undefined instruction" not in result.output

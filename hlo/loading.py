@@ -1,0 +1,97 @@
+"""Load a module for a tool: parse and check, reporting every problem of the file at once.
+
+The parser recovers from syntax errors and builds what it can; the checker then runs
+on that module, so one run reports syntax errors, undefined names and shape errors
+together. Two kinds of follow-up noise are dropped: checker errors on a line the
+parser already reported, and "undefined instruction" errors for a name whose defining
+line had a syntax error.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .checker import check_module
+from .diagnostics import Diagnostic, HloError
+from .ir import Module
+from .parser import parse_module, parse_module_with_recovery
+
+_UNDEFINED = re.compile(r"use of undefined instruction '%([^']+)'")
+
+
+@dataclass
+class Diagnosis:
+    """What a text gives: the best module (None if nothing could be built) and the problems."""
+    module: Optional[Module]
+    parser: list[Diagnostic] = field(default_factory=list)
+    checker: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Every problem, in source order."""
+        return sorted(self.parser + self.checker, key=lambda d: d.loc.offset if d.loc is not None else -1)
+
+
+def diagnose(text: str, filename: str = "<string>") -> Diagnosis:
+    """Parse with recovery, check what was built, and drop follow-up errors."""
+    module, parser = parse_module_with_recovery(text, filename)
+    checker = _checker_diagnostics(module, text, parser) if module is not None else []
+    return Diagnosis(module, without_cascades(parser, text), checker)
+
+
+def load_module(text: str, filename: str = "<string>", verify: bool = True) -> Module:
+    """Parse (and, with verify, check) a module; HloError with every problem found."""
+    if not verify:
+        return parse_module(text, filename)
+    diagnosis = diagnose(text, filename)
+    if diagnosis.diagnostics:
+        raise HloError(diagnosis.diagnostics)
+    return diagnosis.module
+
+
+def _checker_diagnostics(module: Module, text: str, parser_diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    try:
+        check_module(module)
+        return []
+    except HloError as exc:
+        found = exc.diagnostics
+    if not parser_diagnostics:
+        return found
+    reported = {_line_start(text, d.loc.offset) for d in parser_diagnostics if d.loc is not None}
+    return [d for d in found if d.loc is None or _line_start(text, d.loc.offset) not in reported]
+
+
+def _diagnostic_offset(d: Diagnostic) -> Optional[int]:
+    return d.loc.offset if d.loc is not None else None
+
+
+def without_cascades(diagnostics: list, text: str, offset_of=_diagnostic_offset) -> list:
+    """Drop parser errors that only follow from another one.
+
+    'undefined instruction' for a name defined on a line that failed to parse, and
+    'unexpected end of input' after another syntax error (recovery blanked the lines
+    that would have closed the module). Works on anything with a `.message`; `offset_of`
+    gives an item's offset in `text` (the language server passes its own problems).
+    """
+    broken = [_line(text, offset_of(d)) for d in diagnostics
+              if offset_of(d) is not None and not _UNDEFINED.match(d.message)]
+    kept = []
+    for d in diagnostics:
+        m = _UNDEFINED.match(d.message)
+        if m and any(re.match(rf"\s*(ROOT\s+)?%?{re.escape(m.group(1))}\s*=", line) for line in broken):
+            continue
+        if d.message.startswith("unexpected end of input") and len(diagnostics) > 1:
+            continue
+        kept.append(d)
+    return kept
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _line(text: str, offset: int) -> str:
+    start = _line_start(text, offset)
+    end = text.find("\n", offset)
+    return text[start:] if end < 0 else text[start:end]
