@@ -2,12 +2,18 @@
 
     lower_module(module, options, name) -> LoweredModule   (LLVM IR of the entry function)
     create_target_machine(options); compile_object(lowered, options) -> bytes (ELF object)
-    JitExecutable(module, options).run(*arrays) -> list of numpy arrays
+    JitExecutable(module, options).run(*arrays, donate=False) -> list of numpy arrays
 
 Entry ABI: void NAME(void** params, void** results, void* temp). params[i] points to
 entry parameter leaf i's dense buffer (tuple parameters flattened depth-first) in its
 layout's physical order; results[j] to result leaf j's buffer; temp to a 64-byte
 aligned scratch buffer of temp_bytes. The code needs only libc/libm.
+
+Input/output aliasing: for an output leaf j aliased with parameter leaf i by the module's
+input_output_alias (same shape and layout), results[j] may be the same pointer as params[i];
+the code is correct either way. Such a result is computed straight into that buffer when
+the parameter is not read once the result starts being written (x = x + 1 updates);
+otherwise it is computed in temp memory and copied at the end.
 """
 from __future__ import annotations
 

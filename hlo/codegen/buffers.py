@@ -10,6 +10,11 @@ the loop's end. Temporaries are packed first-fit into one 64-byte aligned arena
 (buffers with disjoint live ranges share memory). Entry result leaves defined by
 the module are written straight into the caller's result buffers, and a
 dynamic-update-slice whose operand dies there updates that buffer in place.
+A result leaf aliased with a parameter leaf (input_output_alias) may share that
+parameter's memory: it is written directly only when the parameter is no longer read
+once the result's writer starts (or is read by that writer only at the index written);
+otherwise it goes through temp memory and is copied at the end, after every copy that
+reads a parameter.
 """
 from __future__ import annotations
 
@@ -48,6 +53,8 @@ class Assignment:
     in_place: set = field(default_factory=set)
     reused: dict = field(default_factory=dict)        # id(inst) -> operand whose buffer it overwrites        # id(inst) updated in its operand's buffer
     result_copies: list = field(default_factory=list)  # (result j, source Buffer)
+    result_stages: list = field(default_factory=list)  # (temp Buffer, aliased param Buffer) copied before result copies
+    aliases: dict = field(default_factory=dict)        # result leaf j -> parameter leaf i (input_output_alias)
     results: list = field(default_factory=list)       # result leaf shapes
     params: list = field(default_factory=list)        # parameter leaf shapes
     temp_bytes: int = 0
@@ -81,6 +88,8 @@ class _Assigner:
         self.buffers: list[Buffer] = []
         self.loops: list[set] = []   # buffers used inside each active while
         self.loop_start = -1         # position where the innermost active while began
+        self.definer: dict = {}      # id(arena Buffer) -> instruction that first writes it
+        self.param_buffers: list = []
 
     def run(self) -> Assignment:
         entry = self.module.entry
@@ -89,8 +98,10 @@ class _Assigner:
         for p in sorted(entry.parameters, key=lambda p: p.attrs["parameter_number"]):
             value, number = self._param_value(p.shape, number)
             params.append(value)
-        self.a.params = [leaf for p in params for leaf in leaves_of(p)]
-        self.a.params = [b.shape for b in self.a.params]
+        self.param_buffers = [leaf for p in params for leaf in leaves_of(p)]
+        self.a.aliases = alias_leaves(self.module)
+        self.aliased_producers = _aliased_producers(entry.root, set(self.a.aliases))
+        self.a.params = [b.shape for b in self.param_buffers]
         self.visit(entry, params)
         self._bind_results(entry)
         self._pack()
@@ -123,6 +134,9 @@ class _Assigner:
                 values[id(inst)] = handler(inst, param_values)
             else:
                 values[id(inst)] = self._elementwise_reuse(inst) or _new_value(inst.shape, self.pos, self.buffers)
+            for leaf in map(resolve, leaves_of(values[id(inst)])):
+                if leaf.kind == "arena":
+                    self.definer.setdefault(id(leaf), inst)
 
     def _add_scratch(self, inst: Instruction) -> None:
         from .special_kernels import scratch_bytes
@@ -206,6 +220,8 @@ class _Assigner:
         return self._reusable_operand(inst, range(len(inst.operands)))
 
     def _reusable_operand(self, inst: Instruction, positions):
+        if id(inst) in self.aliased_producers:
+            return None   # a fresh buffer written only by inst: it can then be the aliased parameter's
         for k in positions:
             operand = inst.operands[k]
             source = self.a.values[id(operand)]
@@ -247,15 +263,67 @@ class _Assigner:
     def _bind_results(self, entry: Computation) -> None:
         root_value = self.a.values[id(entry.root)]
         claimed = set()
-        for j, leaf in enumerate(leaves_of(root_value)):
+        leaves = leaves_of(root_value)
+        copy_sources = {id(resolve(leaf)) for leaf in leaves if resolve(leaf).kind == "param"}
+        for j, leaf in enumerate(leaves):
             self.a.results.append(leaf.shape)
             target = resolve(leaf)
             if target.kind == "arena" and id(target) not in claimed and target.shape.compatible(leaf.shape) \
-                    and target.shape.minor_to_major() == leaf.shape.minor_to_major():
+                    and target.shape.minor_to_major() == leaf.shape.minor_to_major() \
+                    and self._safe_in_place(j, target, copy_sources):
                 target.kind, target.number = "result", j
                 claimed.add(id(target))
             else:
-                self.a.result_copies.append((j, leaf))
+                if target.kind == "arena":
+                    target.end = self.pos + 1   # read by the final copy
+                self.a.result_copies.append((j, self._staged(j, leaf)))
+        # Copies into aliased results overwrite parameters: they go after every copy reading one.
+        self.a.result_copies.sort(key=lambda c: c[0] in self.a.aliases)
+
+    def _safe_in_place(self, j: int, target: Buffer, copy_sources: set) -> bool:
+        """Whether result j may be computed straight into its buffer when that buffer is the
+        aliased parameter's: the parameter is not read once the result starts being written,
+        except by the writer itself at the very index it writes (x = x + 1 updates)."""
+        if j not in self.a.aliases:
+            return True
+        param = self.param_buffers[self.a.aliases[j]]
+        if id(param) in copy_sources:
+            return False
+        if param.end < target.start:
+            return True
+        writer = self.definer.get(id(target))
+        return param.end == target.start and writer is not None and self._reads_elementwise(writer, param)
+
+    def _reads_elementwise(self, inst: Instruction, param: Buffer) -> bool:
+        if inst.shape.is_tuple:
+            return False
+        if inst.opcode == "fusion":
+            body = inst.attrs["calls"]
+            if body.root.opcode == "tuple":
+                return False
+            positions = {p.attrs["parameter_number"] for p in body.parameters if _read_only_elementwise(p, body.root)}
+        elif inst.info.is_elementwise:
+            positions = set(range(len(inst.operands)))
+        else:
+            return False
+        for k, operand in enumerate(inst.operands):
+            reads_param = any(resolve(b) is param for b in leaves_of(self.a.values[id(operand)]))
+            if reads_param and (k not in positions or operand.shape.dims != inst.shape.dims
+                                or operand.shape.minor_to_major() != inst.shape.minor_to_major()):
+                return False
+        return True
+
+    def _staged(self, j: int, leaf):
+        """A parameter copied into an aliased result is first saved in a temp when that
+        parameter is itself aliased to another result (which may overwrite it first)."""
+        source = resolve(leaf)
+        if j not in self.a.aliases or source.kind != "param" or self.a.aliases[j] == source.number \
+                or source.number not in self.a.aliases.values():
+            return leaf
+        temp = Buffer(leaf.shape, start=self.pos + 1, end=self.pos + 1)
+        self.buffers.append(temp)
+        self.a.result_stages.append((temp, leaf))
+        return temp
 
     def _pack(self) -> None:
         placed: list[Buffer] = []
@@ -273,6 +341,60 @@ class _Assigner:
             placed.append(buf)
             top = max(top, offset + size)
         self.a.temp_bytes = top
+
+
+def _leaf_number(shape: Shape, index) -> Optional[int]:
+    """The depth-first leaf number of shape's subshape at index (None when it is not an array leaf)."""
+    number = 0
+    for k in index:
+        if not shape.is_tuple or not 0 <= k < len(shape.tuple_shapes):
+            return None
+        number += sum(len(list(s.leaves())) for s in shape.tuple_shapes[:k])
+        shape = shape.tuple_shapes[k]
+    return None if shape.is_tuple else number
+
+
+def _aliased_producers(root: Instruction, aliased: set) -> set:
+    """ids of the instructions (through root tuples) that produce aliased result leaves."""
+    out, number = set(), 0
+
+    def walk(inst):
+        nonlocal number
+        if inst.opcode == "tuple":
+            for op in inst.operands:
+                walk(op)
+            return
+        count = len(list(inst.shape.leaves()))
+        if any(j in aliased for j in range(number, number + count)):
+            out.add(id(inst))
+        number += count
+
+    walk(root)
+    return out
+
+
+def alias_leaves(module: Module) -> dict:
+    """input_output_alias as {result leaf j: parameter leaf i}, for leaves of equal shape and layout."""
+    entry = module.entry
+    params = sorted(entry.parameters, key=lambda p: p.attrs["parameter_number"])
+    firsts, count = [], 0
+    for p in params:
+        firsts.append(count)
+        count += len(list(p.shape.leaves()))
+    out = {}
+    for alias in module.config.input_output_alias:
+        if not 0 <= alias.parameter < len(params):
+            continue
+        j = _leaf_number(entry.root.shape, tuple(alias.output_index))
+        i = _leaf_number(params[alias.parameter].shape, tuple(alias.parameter_index))
+        if j is None or i is None:
+            continue
+        result = entry.root.shape.subshape(tuple(alias.output_index))
+        param = params[alias.parameter].shape.subshape(tuple(alias.parameter_index))
+        if result.dims == param.dims and result.element_type is param.element_type \
+                and result.minor_to_major() == param.minor_to_major():
+            out[j] = firsts[alias.parameter] + i
+    return out
 
 
 def _read_only_elementwise(param: Instruction, root: Instruction) -> bool:

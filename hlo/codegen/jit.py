@@ -23,6 +23,7 @@ from ..ir import Module
 from ..interpreter import values_io
 from ..printer import format_module
 from . import CodegenOptions, LoweredModule, lower_module
+from .buffers import alias_leaves
 from .target import create_target_machine, parse_and_optimize, resolved_target
 
 CACHE_VERSION = "1"
@@ -99,6 +100,7 @@ class JitExecutable:
             self._store_lowering(meta_path, lowered)
         self.compile_seconds = time.perf_counter() - start
         self._temp = _aligned_empty(lowered.temp_bytes)
+        self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
 
     @staticmethod
     def _cached_lowering(path: Path):
@@ -131,17 +133,30 @@ class JitExecutable:
         engine.run_static_constructors()
         return engine, cache
 
-    def run(self, *arrays) -> list[np.ndarray]:
+    def run(self, *arrays, donate: bool = False) -> list[np.ndarray]:
+        """The result leaves. With donate=True, an output aliased with a parameter
+        (input_output_alias) is written into that parameter's array when it can be used
+        as is (contiguous, writable, of the storage dtype and layout); it is returned then."""
         flat = _flatten(arrays)
         if len(flat) != len(self.lowered.params):
             raise ValueError(f"expected {len(self.lowered.params)} argument arrays, got {len(flat)}")
         params = [np.ascontiguousarray(_physical(values_io.to_storage(a, s), s))
                   for a, s in zip(flat, self.lowered.params)]
         results = [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
+        if donate:
+            for j, i in self.aliases.items():
+                if _donatable(params[i], flat[i], results[j]):
+                    results[j] = params[i]
         param_ptrs = (ctypes.c_void_p * max(len(params), 1))(*[a.ctypes.data for a in params])
         result_ptrs = (ctypes.c_void_p * max(len(results), 1))(*[r.ctypes.data for r in results])
         self._function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), self._temp.ctypes.data)
         return [_logical(r, s) for r, s in zip(results, self.lowered.results)]
+
+
+def _donatable(param: np.ndarray, given, result: np.ndarray) -> bool:
+    """The converted parameter is the caller's own array and can hold the result."""
+    return (isinstance(given, np.ndarray) and param.ctypes.data == given.ctypes.data and param.flags.c_contiguous
+            and param.flags.writeable and param.dtype == result.dtype and param.shape == result.shape)
 
 
 def _stub_ir(name: str) -> str:

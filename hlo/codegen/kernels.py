@@ -124,21 +124,25 @@ class EntryLowering:
             store_element(self.b, generator(index), pointer, shape, index)
 
     # -- copies
-    def copy(self, dst: Buffer, src: Buffer) -> None:
+    def copy(self, dst: Buffer, src: Buffer, may_overlap: bool = False) -> None:
         if resolve(dst) is resolve(src):
             return
         if src.shape.minor_to_major() == dst.shape.minor_to_major() and src.shape.dims == dst.shape.dims:
             size = src.shape.byte_size()
             if size:
-                memcpy = self.llmod.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
+                intrinsic = "llvm.memmove" if may_overlap else "llvm.memcpy"
+                memcpy = self.llmod.declare_intrinsic(intrinsic, [PTR, PTR, I64])
                 self.b.call(memcpy, [self.pointer(dst), self.pointer(src), const64(size), ir.Constant(ir.IntType(1), 0)])
             return
         source = self.pointer(src)
         self.store_loop(dst.shape, self.pointer(dst), lambda index: load_element(self.b, source, src.shape, index))
 
     def _copy_results(self) -> None:
+        for temp, param in self.a.result_stages:
+            self.copy(temp, param)
         for j, src in self.a.result_copies:
-            self.copy(Buffer(src.shape, kind="result", number=j), src)
+            # an aliased result may be the very parameter buffer it copies (memmove allows that)
+            self.copy(Buffer(src.shape, kind="result", number=j), src, may_overlap=j in self.a.aliases)
 
     # -- fusions
     def _emit_fusion(self, inst: Instruction) -> None:
