@@ -9,6 +9,16 @@ Public API:
 from .diagnostics import HloError
 from .parser import parse_module
 from .printer import format_module
-from .interpreter import run
 
-__all__ = ["HloError", "parse_module", "format_module", "run"]
+__all__ = ["HloError", "parse_module", "format_module", "check_module", "run"]
+
+
+def __getattr__(name: str):
+    """check_module and run load on first use: tools that only parse and print start faster."""
+    if name == "check_module":
+        from .checker import check_module
+        return check_module
+    if name == "run":
+        from .interpreter import run
+        return run
+    raise AttributeError(f"module 'hlo' has no attribute {name!r}")

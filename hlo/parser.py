@@ -57,11 +57,31 @@ def grammar_text() -> str:
 _lark_lock = threading.Lock()
 
 
+def _grammar_cache_file(grammar: str) -> Optional[str]:
+    """A file for Lark's compiled LALR tables, keyed by the grammar and Lark's version.
+
+    Building the tables takes about 0.1 s, most of a small tool run; None (no cache)
+    when the cache folder cannot be created.
+    """
+    import hashlib
+    import lark as lark_package
+    from .cache import cache_dir
+    key = hashlib.sha256(f"{lark_package.__version__}\0{grammar}".encode()).hexdigest()[:24]
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(folder / f"grammar-{key}.lark-cache")
+
+
 @functools.lru_cache(maxsize=None)
 def _lark() -> Lark:
     with _lark_lock:
-        lark = Lark(grammar_text(), parser="lalr", lexer=HloLexer, transformer=_Records(), start=["start", "braced"],
-                    maybe_placeholders=False, cache=False)
+        grammar = grammar_text()
+        cache = _grammar_cache_file(grammar) or False
+        lark = Lark(grammar, parser="lalr", lexer=HloLexer, transformer=_Records(), start=["start", "braced"],
+                    maybe_placeholders=False, cache=cache)
         patterns = {t.name: t.pattern.to_regexp() for t in lark.terminals}
         HloLexer.token_regex = build_token_regex(patterns)
         HloLexer.context_regexes = build_context_regexes(patterns)

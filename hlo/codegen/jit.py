@@ -23,15 +23,11 @@ from ..ir import Module
 from ..interpreter import values_io
 from ..printer import format_module
 from . import CodegenOptions, LoweredModule, lower_module
+from ..cache import cache_dir
 from .buffers import alias_leaves
 from .target import create_target_machine, parse_and_optimize, resolved_target
 
 CACHE_VERSION = "1"
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hlo-toolchain"
 
 
 @functools.lru_cache(maxsize=None)
