@@ -331,6 +331,9 @@ class _Rechecker:
             return None
         if target.start >= line.old_start:
             raise _NotQuick()  # defined later: let the full analysis word it
+        target_line = self.line_at(target.start)
+        if target_line.old_start in self.changes.by_old_start and target_line.old_start not in self.rechecked_lines:
+            self.changed_line(target_line)  # an edited operand (reached through a user first): its new shape
         if (comp.number, name) in self.new_shapes:
             shape = self.new_shapes[(comp.number, name)]
             if shape is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from hlo.lsp.analysis import Analysis, analyse
 from hlo.lsp.incremental import LineChanges, find_edit, line_changes, quick_problems
@@ -93,6 +93,7 @@ def _mutate(line: str, how: int, where: int) -> str:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(sorted(TEXTS)), edits=st.lists(
     st.tuples(st.integers(0, 10_000), st.integers(0, 4), st.integers(0, 10_000)), min_size=1, max_size=2))
+@example(name="bf16_matmul.hlo", edits=[(154, 0, 2), (226, 0, 1)])  # a user re-checked before its edited operand
 def test_quick_problems_equal_full_ones(name, edits):
     text = TEXTS[name]
     lines = text.split("\n")
