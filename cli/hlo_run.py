@@ -295,7 +295,10 @@ def _outfeeds(evaluators) -> dict[str, np.ndarray]:
 
 
 def _write_npz(path: str, arrays: dict, protected: list) -> None:
-    write_atomic(path, values_io.npz_bytes(arrays), inputs=[p for p in protected if p])
+    try:
+        write_atomic(path, values_io.npz_bytes(arrays), inputs=[p for p in protected if p])
+    except OSError as exc:  # a missing folder, no permission, a directory as target: the user's to fix
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _print_results(module: Module, evaluators) -> None:

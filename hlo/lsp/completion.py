@@ -121,6 +121,20 @@ def _depth_scan(s: str) -> int:
     return depth
 
 
+def _in_operand_list(operands: str) -> bool:
+    """operands starts with the operand list's '(': whether that '(' is still open at its end
+    (not merely whether some bracket is: `), branch_computations={%a, %` is past the operands)."""
+    depth = 0
+    for ch in operands:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth <= 0:
+                return False
+    return depth > 0
+
+
 def _find_opcode(rest: str) -> Optional[re.Match]:
     """The opcode call in the text after `name =` (skipping parentheses of tuple shapes)."""
     for m in _OPCODE_CALL.finditer(rest):
@@ -160,7 +174,7 @@ def _in_instruction(text: str, offset: int, stmt: _Statement, after_equal: int, 
         return _before_opcode(text, offset, rest, word_start)
     opcode = call.group(1)
     operands = rest[call.end() - 1:]
-    if _depth_scan(operands) > 0:
+    if _in_operand_list(operands):
         if opcode in LITERAL_OPERAND_OPCODES:
             return Completions([])
         names = scope_names(stmt.start) if scope_names is not None else None
@@ -350,7 +364,7 @@ def signature_help(text: str, offset: int) -> Optional[SignatureHelpResult]:
     if call is None:
         return None
     operands = rest[call.end() - 1:]
-    if _depth_scan(operands) <= 0:
+    if not _in_operand_list(operands):
         return None
     opcode = call.group(1)
     specs = operand_specs(opcode)

@@ -1,4 +1,5 @@
 """hlo-opt as a user runs it: output, errors, exit statuses, atomic writes."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,62 @@ def test_uses_of_a_broken_definition_are_not_reported_again(tmp_path):
     assert result.exit_code == 1
     assert result.output.count(": error: ") == 1
     assert "undefined instruction" not in result.output
+
+
+def test_missing_closing_brace_is_reported_beside_a_semantic_error(tmp_path):
+    src = tmp_path / "open.hlo"
+    src.write_text("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT n = f32[2] add(a, a), window={size=2}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    headlines = [line for line in result.output.splitlines() if ": error: " in line]
+    assert headlines == [
+        f"{src}:4:30: error: unexpected attribute 'window' for opcode 'add'; allowed: none besides the generic ones",
+        f"{src}:4:44: error: unexpected end of input: a '}}' is missing"]
+
+
+def test_a_computation_whose_only_line_is_broken_is_not_also_reported_empty(tmp_path):
+    src = tmp_path / "one.hlo"
+    src.write_text("HloModule m\nENTRY e {\n  ROOT n = f32[2] parameter(0 0)\n}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == f"{src}:3:31: error: unexpected '0'; expected ')' or ','"
+    assert "no instructions" not in result.output
+    empty = tmp_path / "empty.hlo"
+    empty.write_text("HloModule m\nENTRY e {\n}\n")
+    assert run([str(empty)]).output.splitlines()[0] == f"{empty}:2:7: error: computation 'e' has no instructions"
+
+
+MALFORMED = {
+    "nul and junk": "\x00\x01garbage{{{{",
+    "empty": "",
+    "only a header": "HloModule m\n",
+    "deep nesting": "HloModule m\nENTRY e {\n  ROOT c = f32[] constant(" + "(" * 5000 + ")\n",
+    "deep braces": "HloModule m\nENTRY e {\n  ROOT c = f32[2] constant(" + "{" * 3000 + "1" + "}" * 3000 + ")\n}\n",
+    "bad layout and literal": ("HloModule m\nENTRY e {\n  a = f32[2]{5} parameter(0)\n  b = f32[<=-1] parameter(1)\n"
+                               "  c = pred[2] constant({2, 3})\n  ROOT t = (f32[2]) tuple(a), sharding={devices=[3]0,1}\n}\n"),
+    "huge integer": "HloModule m\nENTRY e {\n  ROOT c = s32[2] constant({99999999999999999999, 1})\n}\n",
+    "wrong shape": "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT n = f32[3] negate(a)\n}\n",
+    "unknown opcode": "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT n = f32[2] frob(a), x=y\n}\n",
+    "bad window": ("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                   "  ROOT r = f32[2] reduce-window(a, z), window={size=0x3 stride=-1}, to_apply=q\n}\n"),
+    "unterminated string": 'HloModule m\nENTRY e {\n  ROOT c = f32[] constant(0), backend_config="abc\n}\n',
+    "unterminated comment": "HloModule m\nENTRY e {\n  /* ROOT c = f32[] constant(0)\n}\n",
+    "huge dimension": "HloModule m\nENTRY e {\n  ROOT p = f32[99999999999999999999999] parameter(0)\n}\n",
+    "negative tuple index": ("HloModule m\nENTRY e {\n  p = (f32[], f32[]) parameter(0)\n"
+                             "  ROOT g = f32[] get-tuple-element(p), index=-1\n}\n"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_malformed_input_gives_located_errors_and_exit_1(tmp_path, name):
+    src = tmp_path / "bad.hlo"
+    src.write_text(MALFORMED[name])
+    result = run([str(src)])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    lines = result.output.splitlines()
+    assert lines and lines[0].startswith(f"{src}:")
+    for i, line in enumerate(lines):
+        if ": error: " in line:
+            assert re.match(rf"{re.escape(str(src))}:\d+:\d+: error: \S", line), line
+            assert lines[i + 2].rstrip().endswith("^"), "\n".join(lines[i:i + 3])

@@ -1,4 +1,5 @@
-"""hlo-opt's pass options: --pipeline, --print-after*, --print-changed, --time-passes, --stats, --emit=dot."""
+"""hlo-opt's pass options: --passes, --pipeline, --list-passes, --print-after*, --print-changed, --time-passes,
+--stats, --emit=hlo|dot, -o, --no-verify-each and how a pass that breaks the module is reported."""
 import re
 import shutil
 import subprocess
@@ -8,7 +9,9 @@ from click.testing import CliRunner
 
 from hlo import format_module, parse_module
 from hlo.graphviz import quote
+from hlo.passes.pass_manager import REGISTRY, Pass, available_passes, run_pipeline
 from hlo.passes.pipelines import PIPELINES, _render, missing_passes, pipeline_text
+from hlo.shapes import Shape
 from hlo_cli.hlo_opt import main
 
 MODULE = """HloModule m
@@ -90,6 +93,87 @@ def test_list_passes_shows_fusion_and_the_pipelines():
     assert result.exit_code == 0
     assert re.search(r"^  fusion +Fuse producers", result.stdout, re.M)
     assert f"  default: {pipeline_text('default')}" in result.stdout
+
+
+# The passes the hlo-opt issue asks for, spelled as the issue spells them.
+REQUIRED_PASSES = ["dce", "cse", "constant-folding", "algsimp", "call-inliner", "flatten-call-graph",
+                   "tuple-simplifier", "while-loop-simplifier", "while-loop-invariant-code-motion",
+                   "conditional-simplifier", "reshape-mover", "transpose-folding", "dot-decomposer",
+                   "batchnorm-expander", "sort-simplifier", "zero-sized-hlo-elimination",
+                   "rng-bit-generator-expander", "fusion"]
+
+
+def test_list_passes_documents_every_pass():
+    listing = run(["--list-passes"], None).stdout
+    passes = available_passes()
+    assert set(REQUIRED_PASSES) <= set(passes)
+    for name, cls in passes.items():
+        assert re.search(rf"^  {re.escape(name)} +{re.escape(cls.description)}$", listing, re.M), name
+    default = pipeline_text("default").replace("fixpoint(", "").replace(")", "").split(",")
+    assert set(REQUIRED_PASSES) <= set(default)
+
+
+def test_passes_option_runs_the_pipeline_text():
+    result = run(["-", "--passes=fixpoint(dce,cse),fusion"])
+    assert result.exit_code == 0, result.output
+    module = parse_module(MODULE)
+    run_pipeline(module, "fixpoint(dce,cse),fusion")
+    assert result.stdout == format_module(module)
+    assert "unused" not in result.stdout and "kind=kLoop" in result.stdout
+
+
+def test_output_file_with_emit_hlo(tmp_path):
+    out = tmp_path / "out.hlo"
+    result = run(["-", "--passes=dce", "--emit=hlo", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert out.read_text() == run(["-", "--passes=dce"]).stdout
+    assert "unused" not in out.read_text()
+
+
+# --------------------------------------------------------------------------- checking after each pass
+
+class _BreakShapes(Pass):
+    """Test pass: writes a wrong shape on `add` (the checker must name it)."""
+    name = "test-break-shapes"
+    description = "Give 'add' a wrong shape."
+    saved = None
+
+    def run(self, module) -> bool:
+        add = next(i for i in module.entry.instructions if i.name == "add")
+        _BreakShapes.saved = add.shape
+        add.shape = Shape.array(add.shape.element_type, (5,)).with_default_layouts()
+        return True
+
+
+class _RepairShapes(Pass):
+    """Test pass: undoes _BreakShapes."""
+    name = "test-repair-shapes"
+    description = "Give 'add' its shape back."
+
+    def run(self, module) -> bool:
+        add = next(i for i in module.entry.instructions if i.name == "add")
+        add.shape = _BreakShapes.saved
+        return True
+
+
+@pytest.fixture
+def shape_breaking_passes(monkeypatch):
+    monkeypatch.setitem(REGISTRY, _BreakShapes.name, _BreakShapes)
+    monkeypatch.setitem(REGISTRY, _RepairShapes.name, _RepairShapes)
+
+
+def test_a_pass_leaving_an_invalid_module_is_reported_by_name(shape_breaking_passes):
+    result = run(["-", "--passes=dce,test-break-shapes,test-repair-shapes"])
+    assert_user_error(result, "error: pass 'test-break-shapes' left an invalid module:\n")
+    assert "shape mismatch: 'add' produces f32[4] but the instruction is written as f32[5]" in result.stderr
+    assert result.stdout == ""
+
+
+def test_no_verify_each_skips_the_checker_between_passes(shape_breaking_passes):
+    result = run(["-", "--passes=dce,test-break-shapes,test-repair-shapes", "--no-verify-each"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == run(["-", "--passes=dce"]).stdout
 
 
 # --------------------------------------------------------------------------- printing after passes

@@ -266,3 +266,139 @@ def test_console_script_runs_in_a_subprocess(add_module):
     assert proc.stdout == "f32[3] {11, 22, 33}\n"
     bad = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", str(path)], capture_output=True, text=True)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+DEVICES = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  r = u32[] replica-id()
+  p = u32[] partition-id()
+  s = f32[2] all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
+  ROOT t = (f32[2], u32[], u32[]) tuple(s, r, p)
+}
+"""
+
+
+def test_replicas_and_partitions_options_with_shared_and_per_device_inputs(tmp_path):
+    # the module says nothing about devices: --replicas 2 --partitions 2 makes four, device d being
+    # replica d // 2, partition d % 2; flattened-id groups {0,1} and {2,3} name devices directly
+    path = tmp_path / "dev.hlo"
+    path.write_text(DEVICES)
+    shared = _npy(tmp_path, "shared", np.array([1, 2], np.float32))
+    own = _npy(tmp_path, "own", np.array([10, 20], np.float32))
+    out = tmp_path / "out.npz"
+    result = invoke([path, "--replicas", 2, "--partitions", 2, "--input", f"arg0={shared}",
+                     "--input", f"dev1_arg0={own}", "-o", out])
+    assert result.exit_code == 0, result.output
+    assert "device 3 (replica 1, partition 1):" in result.stdout
+    with np.load(out) as f:
+        assert sorted(f.files) == [f"dev{d}_out{i}" for d in range(4) for i in range(3)]
+        np.testing.assert_array_equal(f["dev0_out0"], [11, 22])  # device 0 + device 1's own input
+        np.testing.assert_array_equal(f["dev1_out0"], [11, 22])
+        np.testing.assert_array_equal(f["dev2_out0"], [2, 4])    # devices 2 and 3 share arg0
+        np.testing.assert_array_equal(f["dev3_out0"], [2, 4])
+        assert [int(f[f"dev{d}_out1"]) for d in range(4)] == [0, 0, 1, 1]
+        assert [int(f[f"dev{d}_out2"]) for d in range(4)] == [0, 1, 0, 1]
+    # fewer devices than the groups name: a located user error, not a hang or a traceback
+    fewer = invoke([path, "--replicas", 1, "--partitions", 2, "--input", f"arg0={shared}"])
+    assert fewer.exit_code == 1 and f"{path}:13:3" in fewer.stderr and "Traceback" not in fewer.output
+
+
+def test_per_device_input_mismatch_names_device_parameter_and_shapes(tmp_path):
+    path = tmp_path / "dev.hlo"
+    path.write_text(DEVICES)
+    good = _npy(tmp_path, "good", np.zeros(2, np.float32))
+    bad = _npy(tmp_path, "bad", np.zeros((2, 2), np.float32))
+    result = invoke([path, "--replicas", 2, "--input", f"arg0={good}", "--input", f"dev1_arg0={bad}"])
+    assert result.exit_code == 1
+    assert "device 1: argument for parameter 0 (%x) does not match: expected f32[2], given f32[2,2]" \
+        in result.stderr
+    assert f"{path}:10:3" in result.stderr and "Traceback" not in result.output
+    missing = invoke([path, "--replicas", 2, "--input", f"dev0_arg0={good}"])
+    assert missing.exit_code == 1
+    assert "no input for parameter 0 (%x) of shape f32[2]: give arg0 (or dev1_arg0)" in missing.stderr
+    beyond = invoke([path, "--replicas", 2, "--input", f"dev2_arg0={good}", "--input", f"arg0={good}"])
+    assert beyond.exit_code == 1 and "input 'dev2_arg0' matches no parameter" in beyond.stderr
+
+
+def test_random_inputs_fill_only_what_is_missing(tmp_path, add_module):
+    path, _ = add_module
+    zeros = _npy(tmp_path, "zeros", np.zeros(3, np.float32))
+    out = tmp_path / "out.npz"
+    result = invoke([path, "--input", f"arg1={zeros}", "--random-inputs", "--seed", 5, "-o", out, "--no-print"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    with_x = tmp_path / "x.npz"
+    with np.load(out) as f:
+        x = f["out0"]  # x + 0 = the random x
+    np.savez(with_x, arg0=x, arg1=np.ones(3, np.float32))
+    again = invoke([path, "--inputs", with_x, "--random-inputs", "--seed", 99, "-o", out, "--no-print"])
+    assert again.exit_code == 0
+    with np.load(out) as f:
+        np.testing.assert_array_equal(f["out0"], x + 1)  # nothing random once every input is given
+
+
+def test_unwritable_output_is_a_user_error(tmp_path, add_module):
+    path, inputs = add_module
+    for target in (tmp_path / "no" / "such" / "folder" / "out.npz", tmp_path):
+        result = invoke([path, "--inputs", inputs, "--output", target])
+        assert result.exit_code == 1, result.output
+        assert f"cannot write {target}" in result.stderr
+        assert "internal error" not in result.stderr and "Traceback" not in result.output
+    feed = tmp_path / "feed.hlo"
+    feed.write_text("""HloModule m
+
+ENTRY e {
+  tok = token[] after-all()
+  c = f32[] constant(1)
+  ROOT o = token[] outfeed(c, tok), outfeed_shape=f32[]
+}
+""")
+    result = invoke([feed, "--outfeed", tmp_path / "missing" / "of.npz"])
+    assert result.exit_code == 1 and "cannot write" in result.stderr
+
+
+def test_infeed_and_outfeed_files_per_device_and_mismatches(tmp_path):
+    path = tmp_path / "feed.hlo"
+    path.write_text("""HloModule m, replica_count=2
+
+ENTRY e {
+  tok = token[] after-all()
+  in = ((f32[2], s32[]), token[]) infeed(tok)
+  d = (f32[2], s32[]) get-tuple-element(in), index=0
+  t = token[] get-tuple-element(in), index=1
+  x = f32[2] get-tuple-element(d), index=0
+  n = f32[2] negate(x)
+  o = token[] outfeed(n, t), outfeed_shape=f32[2]{0}
+  ROOT r = s32[] get-tuple-element(d), index=1
+}
+""")
+    feed = tmp_path / "feed.npz"
+    np.savez(feed, dev0_infeed0=np.array([1, 2], np.float32), dev0_infeed1=np.int32(7),
+             dev1_infeed0=np.array([3, 4], np.float32), dev1_infeed1=np.int32(8))
+    outfeed = tmp_path / "outfeed.npz"
+    result = invoke([path, "--infeed", feed, "--outfeed", outfeed])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("device 0 (replica 0, partition 0):\ns32[] 7\n"
+                             "device 1 (replica 1, partition 0):\ns32[] 8\n")
+    with np.load(outfeed) as f:
+        assert sorted(f.files) == ["dev0_outfeed0", "dev1_outfeed0"]
+        np.testing.assert_array_equal(f["dev0_outfeed0"], [-1, -2])
+        np.testing.assert_array_equal(f["dev1_outfeed0"], [-3, -4])
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, infeed0=np.array([1, 2, 3], np.float32), infeed1=np.int32(1))
+    result = invoke([path, "--infeed", bad])
+    assert result.exit_code == 1 and f"{path}:5:3" in result.stderr
+    assert "the next infeed value is f32[3], expected f32[2]" in result.stderr
+    short = tmp_path / "short.npz"
+    np.savez(short, infeed0=np.array([1, 2], np.float32))
+    result = invoke([path, "--infeed", short])
+    assert result.exit_code == 1 and "the infeed queue is empty (it needs a value of shape s32[])" in result.stderr
+    assert "Traceback" not in result.output

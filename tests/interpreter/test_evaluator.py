@@ -4,12 +4,13 @@ Expected values are worked out by hand in the comments next to them.
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from hlo import HloError, parse_module, run
 from hlo.interpreter import Evaluator, run_devices
 from hlo.interpreter.evaluator import TOKEN, _HANDLERS, binary_ufunc, bitcast
 from hlo.opcodes import OPCODES
-from hlo.shapes import Layout, Shape
+from hlo.shapes import Layout, Shape, primitive_type
 
 F32 = np.float32
 
@@ -744,3 +745,387 @@ def test_collectives_over_two_replicas():
     np.testing.assert_array_equal(cb1, x1)
     np.testing.assert_array_equal(p0, x1)
     np.testing.assert_array_equal(p1, x0)
+
+
+# --------------------------------------------------------------------------- pass-through ops
+
+def test_opt_barrier_and_domain_pass_their_operand_through():
+    text = module("""  x = f32[2] parameter(0)
+  i = s32[] constant(4)
+  t = (f32[2], s32[]) tuple(x, i)
+  b = (f32[2], s32[]) opt-barrier(t)
+  v = f32[2] get-tuple-element(b), index=0
+  d = f32[2] domain(v), domain={kind="sharding", entry={maximal device=0}, exit={replicated}}
+  n = f32[2] negate(d)
+  k = s32[] get-tuple-element(b), index=1
+  ROOT r = (f32[2], s32[]) tuple(n, k)""")
+    values, k = run(text, np.array([1.5, -2], F32))
+    np.testing.assert_array_equal(values, [-1.5, 2])
+    assert k == 4
+
+
+# --------------------------------------------------------------------------- batch norm through HLO text
+
+# x (feature_index=1): column 0 = {1, 1, 4}: mean 2, variance (1+1+4)/3 = 2; with epsilon 2,
+# sqrt(var + eps) = 2 and x_hat = {-0.5, -0.5, 1}. Column 1 = {5, 5, 5}: mean 5, variance 0, x_hat 0.
+BN_X = np.array([[1, 5], [1, 5], [4, 5]], F32)
+
+
+def test_batch_norm_training_hand_computed():
+    text = module("""  x = f32[3,2] parameter(0)
+  s = f32[2] constant({1, 3})
+  o = f32[2] constant({10, -1})
+  ROOT t = (f32[3,2], f32[2], f32[2]) batch-norm-training(x, s, o), epsilon=2, feature_index=1""")
+    y, mean, var = run(text, BN_X)
+    # column 0: 1 * x_hat + 10 = {9.5, 9.5, 11}; column 1: 3 * 0 - 1 = -1
+    np.testing.assert_allclose(y, [[9.5, -1], [9.5, -1], [11, -1]], rtol=1e-6)
+    np.testing.assert_allclose(mean, [2, 5], rtol=1e-6)
+    np.testing.assert_allclose(var, [2, 0], atol=1e-6)
+
+
+def test_batch_norm_inference_hand_computed():
+    # operand order: operand, scale, offset, mean, variance
+    text = module("""  x = f32[3,2] parameter(0)
+  s = f32[2] constant({3, 1})
+  o = f32[2] constant({1, 0})
+  m = f32[2] constant({2, 4})
+  v = f32[2] constant({2, 14})
+  ROOT y = f32[3,2] batch-norm-inference(x, s, o, m, v), epsilon=2, feature_index=1""")
+    # column 0: 3 * {-0.5, -0.5, 1} + 1 = {-0.5, -0.5, 4}; column 1: (5 - 4) / sqrt(16) = 0.25
+    np.testing.assert_allclose(run1(text, BN_X), [[-0.5, 0.25], [-0.5, 0.25], [4, 0.25]], rtol=1e-6)
+
+
+def test_batch_norm_grad_hand_computed():
+    text = module("""  x = f32[3,2] parameter(0)
+  s = f32[2] constant({1, 2})
+  m = f32[2] constant({2, 5})
+  v = f32[2] constant({2, 0})
+  dy = f32[3,2] parameter(1)
+  ROOT g = (f32[3,2], f32[2], f32[2]) batch-norm-grad(x, s, m, v, dy), epsilon=2, feature_index=1""")
+    dy = np.array([[1, 1], [0, 1], [2, 1]], F32)
+    gx, gs, go = run(text, BN_X, dy)
+    # column 0: grad_offset = sum dy = 3; grad_scale = sum dy * x_hat = -0.5 + 0 + 2 = 1.5;
+    # grad_x = scale / 2 * (dy - mean(dy) - x_hat * mean(dy * x_hat))
+    #        = 0.5 * ({1, 0, 2} - 1 - {-0.5, -0.5, 1} * 0.5) = {0.125, -0.375, 0.25}
+    # column 1: x_hat = 0, dy constant: grad_x = 0, grad_scale = 0, grad_offset = 3
+    np.testing.assert_allclose(gx, [[0.125, 0], [-0.375, 0], [0.25, 0]], atol=1e-6)
+    np.testing.assert_allclose(gs, [1.5, 0], atol=1e-6)
+    np.testing.assert_allclose(go, [3, 3], atol=1e-6)
+
+
+# --------------------------------------------------------------------------- identities (property tests)
+
+PROPERTY = settings(max_examples=40, deadline=None)
+
+
+def _dims_text(dims) -> str:
+    return ",".join(str(d) for d in dims)
+
+
+@st.composite
+def _array_and_refactoring(draw):
+    """An array of rank 1-4 and another list of dims with the same element count."""
+    dims = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    count = int(np.prod(dims))
+    # refactor the element count: split it into prime factors and regroup them at random
+    factors, n, f = [], count, 2
+    while n > 1:
+        while n % f == 0:
+            factors.append(f)
+            n //= f
+        f += 1
+    factors = draw(st.permutations(factors))
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(factors) - 1, 1)), max_size=3)))
+    groups = [factors[a:b] for a, b in zip([0] + cuts, cuts + [len(factors)])]
+    other = [int(np.prod(g)) for g in groups if g] or [1]
+    if draw(st.booleans()):
+        other.insert(draw(st.integers(0, len(other))), 1)  # a degenerate dimension
+    return np.arange(count, dtype=F32).reshape(dims), other
+
+
+@PROPERTY
+@given(_array_and_refactoring())
+def test_reshape_round_trip_is_identity_and_keeps_row_major_order(case):
+    x, other = case
+    text = module(f"""  x = f32[{_dims_text(x.shape)}] parameter(0)
+  r = f32[{_dims_text(other)}] reshape(x)
+  ROOT back = f32[{_dims_text(x.shape)}] reshape(r)""")
+    np.testing.assert_array_equal(run1(text, x), x)
+    one_way = module(f"""  x = f32[{_dims_text(x.shape)}] parameter(0)
+  ROOT r = f32[{_dims_text(other)}] reshape(x)""")
+    # reshape reads and writes elements in row-major order: the flat sequence is unchanged
+    np.testing.assert_array_equal(run1(one_way, x).ravel(), np.arange(x.size, dtype=F32))
+
+
+@PROPERTY
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4).flatmap(
+    lambda dims: st.tuples(st.just(dims), st.permutations(range(len(dims))), st.permutations(range(len(dims))))))
+def test_transpose_composition_is_the_composed_permutation(case):
+    dims, p, q = case
+    x = np.arange(int(np.prod(dims)), dtype=F32).reshape(dims)
+    t1 = [dims[i] for i in p]
+    t2 = [t1[i] for i in q]
+    composed = [p[i] for i in q]  # transpose(transpose(x, p), q)[..] = transpose(x, p o q)
+    text = module(f"""  x = f32[{_dims_text(dims)}] parameter(0)
+  a = f32[{_dims_text(t1)}] transpose(x), dimensions={{{_dims_text(p)}}}
+  b = f32[{_dims_text(t2)}] transpose(a), dimensions={{{_dims_text(q)}}}
+  c = f32[{_dims_text(t2)}] transpose(x), dimensions={{{_dims_text(composed)}}}
+  ROOT t = (f32[{_dims_text(t2)}], f32[{_dims_text(t2)}]) tuple(b, c)""")
+    b, c = run(text, x)
+    np.testing.assert_array_equal(b, c)
+    # and by the definition: out[i_0..i_n] = x[j] with j[perm[k]] = i_k
+    np.testing.assert_array_equal(b, np.transpose(x, composed))
+    inverse = list(np.argsort(composed))
+    undo = module(f"""  x = f32[{_dims_text(t2)}] parameter(0)
+  ROOT u = f32[{_dims_text(dims)}] transpose(x), dimensions={{{_dims_text(inverse)}}}""")
+    np.testing.assert_array_equal(run1(undo, b), x)
+
+
+@PROPERTY
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3).flatmap(
+    lambda dims: st.tuples(st.just(dims), st.sets(st.integers(0, len(dims) - 1)))))
+def test_reverse_twice_is_identity_and_slices_concatenate_back(case):
+    dims, rev = case
+    x = np.arange(int(np.prod(dims)), dtype=F32).reshape(dims)
+    d = _dims_text(dims)
+    rdims = _dims_text(sorted(rev))
+    cut = dims[0] // 2
+    head, tail = [cut] + list(dims[1:]), [dims[0] - cut] + list(dims[1:])
+    full = ",".join(f"[0:{n}]" for n in dims[1:])
+    text = module(f"""  x = f32[{d}] parameter(0)
+  r = f32[{d}] reverse(x), dimensions={{{rdims}}}
+  rr = f32[{d}] reverse(r), dimensions={{{rdims}}}
+  h = f32[{_dims_text(head)}] slice(rr), slice={{[0:{cut}]{"," + full if full else ""}}}
+  t = f32[{_dims_text(tail)}] slice(rr), slice={{[{cut}:{dims[0]}]{"," + full if full else ""}}}
+  c = f32[{d}] concatenate(h, t), dimensions={{0}}
+  ROOT o = (f32[{d}], f32[{d}]) tuple(r, c)""")
+    r, c = run(text, x)
+    np.testing.assert_array_equal(r, np.flip(x, tuple(sorted(rev))) if rev else x)
+    np.testing.assert_array_equal(c, x)
+
+
+# --------------------------------------------------------------------------- every elementwise opcode through HLO text
+#
+# The kernels have their own exhaustive tests (test_elementwise.py); these run each elementwise
+# opcode, with the edge cases the spec appendices settle, through the evaluator as a module, so
+# dispatch, fast paths and generated entry code are covered too. Expected values by hand.
+
+NAN, INF = float("nan"), float("inf")
+PI = float(np.float32(np.pi))
+LN2 = float(np.log(2))
+E_ = float(np.e)
+S32_MIN, S32_MAX = -2**31, 2**31 - 1
+
+# (opcode, operand types, result type, operands, expected, extra attributes)
+ELEMENTWISE_CASES = [
+    ("abs", ["f32"], "f32", [[-2, -0.0, -INF]], [2, 0.0, INF], ""),
+    ("abs", ["s8"], "s8", [[-5, -128]], [5, -128], ""),                     # abs(INT_MIN) wraps
+    ("ceil", ["f32"], "f32", [[1.2, -1.2, -0.5]], [2, -1, -0.0], ""),
+    ("floor", ["f32"], "f32", [[1.8, -1.2, 0.5]], [1, -2, 0], ""),
+    ("cbrt", ["f32"], "f32", [[27, -8, -0.0]], [3, -2, -0.0], ""),
+    ("cosine", ["f32"], "f32", [[0, PI]], [1, -1], ""),
+    ("sine", ["f32"], "f32", [[0, PI / 2, -0.0]], [0, 1, -0.0], ""),
+    ("tan", ["f32"], "f32", [[0, PI / 4]], [0, 1], ""),
+    ("tanh", ["f32"], "f32", [[0, INF, -INF]], [0, 1, -1], ""),
+    ("cosh", ["f64"], "f64", [[0, LN2]], [1, 1.25], ""),                   # (2 + 1/2) / 2
+    ("sinh", ["f64"], "f64", [[0, LN2]], [0, 0.75], ""),                   # (2 - 1/2) / 2
+    ("exponential", ["f32"], "f32", [[0, 1, -INF]], [1, E_, 0], ""),
+    ("exponential-minus-one", ["f64"], "f64", [[0, LN2, -INF]], [0, 1, -1], ""),
+    ("log", ["f32"], "f32", [[1, E_, 0, -1]], [0, 1, -INF, NAN], ""),
+    ("log-plus-one", ["f64"], "f64", [[0, E_ - 1, -1]], [0, 1, -INF], ""),
+    ("logistic", ["f32"], "f32", [[0, INF, -INF]], [0.5, 1, 0], ""),
+    ("rsqrt", ["f32"], "f32", [[4, 0.25, 0]], [0.5, 2, INF], ""),
+    ("sqrt", ["f32"], "f32", [[4, -1, -0.0]], [2, NAN, -0.0], ""),
+    ("erf", ["f32"], "f32", [[0, INF, -INF]], [0, 1, -1], ""),
+    ("acos", ["f64"], "f64", [[1, -1, 2]], [0, np.pi, NAN], ""),
+    ("asin", ["f64"], "f64", [[1, 0]], [np.pi / 2, 0], ""),
+    ("atan", ["f64"], "f64", [[1, INF]], [np.pi / 4, np.pi / 2], ""),
+    ("acosh", ["f64"], "f64", [[1, 0.5]], [0, NAN], ""),
+    ("asinh", ["f64"], "f64", [[0, -0.0]], [0, -0.0], ""),
+    ("atanh", ["f64"], "f64", [[0, 1, 2]], [0, INF, NAN], ""),
+    ("negate", ["f32"], "f32", [[1, 0.0, -0.0]], [-1, -0.0, 0.0], ""),
+    ("negate", ["s32"], "s32", [[5, S32_MIN]], [-5, S32_MIN], ""),          # wraps
+    ("sign", ["f32"], "f32", [[-3, -0.0, NAN, 2, 0.0]], [-1, -0.0, NAN, 1, 0.0], ""),
+    ("sign", ["s32"], "s32", [[-7, 0, 9]], [-1, 0, 1], ""),
+    ("round-nearest-afz", ["f32"], "f32", [[2.5, -2.5, 0.4, -0.5]], [3, -3, 0, -1], ""),
+    ("round-nearest-even", ["f32"], "f32", [[2.5, -2.5, 3.5, -0.5]], [2, -2, 4, -0.0], ""),
+    ("is-finite", ["f32"], "pred", [[INF, NAN, 1, -INF]], [False, False, True, False], ""),
+    ("count-leading-zeros", ["s32"], "s32", [[0, 1, -1, 65536]], [32, 31, 0, 15], ""),
+    ("count-leading-zeros", ["u8"], "u8", [[0, 1, 128]], [8, 7, 0], ""),
+    ("popcnt", ["u8"], "u8", [[0xFF, 0x0F, 0]], [8, 4, 0], ""),
+    ("popcnt", ["s32"], "s32", [[-1, 6]], [32, 2], ""),
+    ("not", ["s8"], "s8", [[0, -1, 5]], [-1, 0, -6], ""),
+    ("not", ["pred"], "pred", [[True, False]], [False, True], ""),
+    ("real", ["c64"], "f32", [[1 + 2j, -3 - 4j]], [1, -3], ""),
+    ("imag", ["c64"], "f32", [[1 + 2j, -3 - 4j]], [2, -4], ""),
+    ("copy", ["f32"], "f32", [[1, -0.0]], [1, -0.0], ""),
+    # binary: integer division and remainder by zero and INT_MIN / -1 (spec: x/0 = -1, unsigned max;
+    # x%0 = x; INT_MIN/-1 = INT_MIN; INT_MIN%-1 = 0), truncation toward zero
+    ("add", ["s32", "s32"], "s32", [[S32_MAX, -5], [1, 3]], [S32_MIN, -2], ""),
+    ("subtract", ["u8", "u8"], "u8", [[1, 200], [2, 100]], [255, 100], ""),
+    ("multiply", ["s8", "s8"], "s8", [[16, -128, 3], [16, -1, -4]], [0, -128, -12], ""),
+    ("add", ["pred", "pred"], "pred", [[True, True, False], [True, False, False]], [True, True, False], ""),
+    ("divide", ["s32", "s32"], "s32", [[7, -7, 5, -5, S32_MIN], [2, 2, 0, 0, -1]], [3, -3, -1, -1, S32_MIN], ""),
+    ("divide", ["u32", "u32"], "u32", [[7, 9], [0, 2]], [2**32 - 1, 4], ""),
+    ("divide", ["f32", "f32"], "f32", [[1, -1, 0], [0, 0, 0]], [INF, -INF, NAN], ""),
+    ("remainder", ["s32", "s32"], "s32", [[7, -7, 5, S32_MIN], [3, 3, 0, -1]], [1, -1, 5, 0], ""),
+    ("remainder", ["u8", "u8"], "u8", [[7, 200], [0, 7]], [7, 4], ""),
+    ("remainder", ["f32", "f32"], "f32", [[-7, 7, 1], [3, 0, INF]], [-1, NAN, 1], ""),
+    ("power", ["s32", "s32"], "s32", [[2, 2, -1, -1, 0], [10, -1, -3, -2, 0]], [1024, 0, -1, 1, 1], ""),
+    ("power", ["f32", "f32"], "f32", [[2, 0, 1, -8], [-1, -1, NAN, 1 / 3]], [0.5, INF, 1, NAN], ""),
+    ("atan2", ["f32", "f32"], "f32", [[1, 0, -0.0], [1, -1, 1]], [np.pi / 4, np.pi, -0.0], ""),
+    ("maximum", ["f32", "f32"], "f32", [[NAN, 1, -0.0, 0.0], [1, NAN, 0.0, -0.0]], [NAN, NAN, 0.0, 0.0], ""),
+    ("minimum", ["f32", "f32"], "f32", [[NAN, 1, -0.0, 0.0], [1, NAN, 0.0, -0.0]], [NAN, NAN, -0.0, -0.0], ""),
+    ("maximum", ["u32", "u32"], "u32", [[2**31, 1], [1, 2]], [2**31, 2], ""),
+    ("minimum", ["s8", "s8"], "s8", [[-1, 5], [1, -128]], [-1, -128], ""),
+    ("and", ["u8", "u8"], "u8", [[0xF0, 0x0F], [0x3C, 0x3C]], [0x30, 0x0C], ""),
+    ("or", ["u8", "u8"], "u8", [[0xF0, 0x01], [0x0F, 0x01]], [0xFF, 0x01], ""),
+    ("xor", ["s8", "s8"], "s8", [[-1, 5], [3, 3]], [-4, 6], ""),
+    # shifts: amounts read unsigned; >= the bit width gives 0 (left, logical) or the sign (arithmetic)
+    ("shift-left", ["s32", "s32"], "s32", [[1, 1, 1, 3], [31, 32, -1, 1]], [S32_MIN, 0, 0, 6], ""),
+    ("shift-right-arithmetic", ["s32", "s32"], "s32", [[-8, -8, 8, -8], [1, 32, 99, -1]], [-4, -1, 0, -1], ""),
+    ("shift-right-logical", ["s32", "s32"], "s32", [[-8, -1, 64], [28, 32, 3]], [15, 0, 8], ""),
+    ("shift-right-logical", ["u8", "u8"], "u8", [[0x80, 0xFF], [7, 8]], [1, 0], ""),
+    ("complex", ["f32", "f32"], "c64", [[1, -0.5], [2, 3]], [1 + 2j, -0.5 + 3j], ""),
+    # compare: every direction, and TOTALORDER: -NaN < -inf < ... < -0 < +0 < ... < inf < +NaN
+    ("compare", ["f32", "f32"], "pred", [[1, 2, NAN], [2, 2, NAN]], [False, True, False], ", direction=EQ"),
+    ("compare", ["f32", "f32"], "pred", [[1, 2, NAN], [2, 2, NAN]], [True, False, True], ", direction=NE"),
+    ("compare", ["s32", "s32"], "pred", [[1, 2, -3], [2, 2, 3]], [True, False, True], ", direction=LT"),
+    ("compare", ["u32", "u32"], "pred", [[1, 2, 2**32 - 1], [2, 2, 3]], [True, True, False], ", direction=LE"),
+    ("compare", ["f32", "f32"], "pred", [[1, 2, NAN], [2, 2, 0]], [False, False, False], ", direction=GT"),
+    ("compare", ["f32", "f32"], "pred", [[1, 2, -0.0], [2, 2, 0.0]], [False, True, True], ", direction=GE"),
+    ("compare", ["f32", "f32"], "pred", [[-0.0, NAN, -NAN, 1, -INF], [0.0, INF, -INF, NAN, -INF]],
+     [True, False, True, True, False], ", direction=LT, type=TOTALORDER"),
+    ("compare", ["f32", "f32"], "pred", [[-0.0, NAN, 0.0], [0.0, NAN, 0.0]], [False, True, True],
+     ", direction=EQ, type=TOTALORDER"),
+    ("compare", ["f32", "f32"], "pred", [[NAN, -NAN], [INF, -INF]], [True, False], ", direction=GT, type=TOTALORDER"),
+]
+
+
+def _hlo_array(values, type_name):
+    """values as an array of the HLO type (integers wrap into it, as two's complement bit patterns)."""
+    dtype = primitive_type(type_name).dtype
+    if dtype == np.bool_:
+        return np.array(values, np.bool_)
+    return np.array(values, np.int64).astype(dtype)
+
+
+@pytest.mark.parametrize("op, types, result, operands, expected, attrs", ELEMENTWISE_CASES,
+                         ids=[f"{c[0]}-{c[1][0]}{c[5].replace(', ', '-')}" for c in ELEMENTWISE_CASES])
+def test_elementwise_opcode_through_the_evaluator(op, types, result, operands, expected, attrs):
+    n = len(expected)
+    params = "\n".join(f"  p{i} = {t}[{n}] parameter({i})" for i, t in enumerate(types))
+    names = ", ".join(f"p{i}" for i in range(len(types)))
+    text = module(f"""{params}
+  ROOT r = {result}[{n}] {op}({names}){attrs}""")
+    args = [_hlo_array(v, t) if t not in ("f32", "f64", "c64") else
+            np.array(v, {"f32": np.float32, "f64": np.float64, "c64": np.complex64}[t])
+            for v, t in zip(operands, types)]
+    out = run1(text, *args)
+    assert out.shape == (n,)
+    want = np.array(expected)
+    if out.dtype.kind == "f":
+        got = out.astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7, equal_nan=True)
+        zeros = want == 0
+        np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))  # signed zeros
+    elif out.dtype.kind == "c":
+        np.testing.assert_array_equal(out, want.astype(out.dtype))
+    else:
+        np.testing.assert_array_equal(out.astype(np.int64) if out.dtype != np.bool_ else out, want)
+
+
+# conversions, reduce-precision and bitcast-convert: the result type is not the operand type
+
+def test_convert_float_to_int_saturates_truncates_and_maps_nan_to_zero():
+    text = module("""  x = f32[7] parameter(0)
+  s = s32[7] convert(x)
+  u = u8[7] convert(x)
+  ROOT t = (s32[7], u8[7]) tuple(s, u)""")
+    s, u = run(text, np.array([NAN, INF, -INF, 3e9, -2.7, 2.9, 300], F32))
+    np.testing.assert_array_equal(s, [0, S32_MAX, S32_MIN, S32_MAX, -2, 2, 300])
+    np.testing.assert_array_equal(u, [0, 255, 0, 255, 0, 2, 255])      # negative -> 0, big -> 255
+
+
+def test_convert_between_floats_rounds_to_nearest_even_and_overflows_to_inf():
+    text = module("""  x = f32[4] parameter(0)
+  b = bf16[4] convert(x)
+  ROOT f = f32[4] convert(b)""")
+    # 1 + 2^-8 ties to 1 (even); 1 + 3 * 2^-8 ties to 1 + 2^-6 (even); 3.4e38 is past bf16's max
+    out = run1(text, np.array([1.00390625, 1.01171875, NAN, 3.4e38], F32))
+    np.testing.assert_array_equal(out[[0, 1, 3]], [1.0, 1.015625, INF])
+    assert np.isnan(out[2])
+
+
+def test_reduce_precision_rounds_overflows_and_flushes():
+    text = module("""  x = f32[5] parameter(0)
+  ROOT r = f32[5] reduce-precision(x), exponent_bits=5, mantissa_bits=10""")
+    # f16's range: 65520 rounds up past 65504 to inf; 1e-8 lies below f16's normal range -> 0;
+    # 1/3 keeps 10 mantissa bits: 0x3EAAA800 -> 0.333251953125; NaN stays NaN
+    out = run1(text, np.array([65520, 1e-8, 1 / 3, NAN, 65519], F32))
+    np.testing.assert_array_equal(out[[0, 1, 2, 4]], [INF, 0, 0.333251953125, 65504])
+    assert np.isnan(out[3])
+
+
+def test_bitcast_convert_across_widths():
+    text = module("""  x = f32[2] parameter(0)
+  n = u16[2,2] bitcast-convert(x)
+  w = f32[2] bitcast-convert(n)
+  d = f64[] constant(1)
+  s = s32[2] bitcast-convert(d)
+  ROOT t = (u16[2,2], f32[2], s32[2]) tuple(n, w, s)""")
+    narrow, wide, halves = run(text, np.array([1.0, -2.0], F32))
+    # 1.0f = 0x3F800000, -2.0f = 0xC0000000; narrower results add a minor dimension, low half first
+    np.testing.assert_array_equal(narrow, [[0x0000, 0x3F80], [0x0000, 0xC000]])
+    np.testing.assert_array_equal(wide, [1.0, -2.0])
+    np.testing.assert_array_equal(halves, [0, 0x3FF00000])              # 1.0 = 0x3FF0000000000000
+
+
+# --------------------------------------------------------------------------- the Python API
+
+API_MODULE = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  k = f32[] parameter(1)
+  y = f32[2] broadcast(k), dimensions={}
+  v = f32[2] multiply(x, y)
+  s = f32[2] all-reduce(v), replica_groups={}, to_apply=add
+  r = u32[] replica-id()
+  p = u32[] partition-id()
+  ROOT t = (f32[2], (u32[], u32[])) tuple(s, (u32[], u32[]) tuple(r, p))
+}
+"""
+
+
+def test_run_api_single_device_takes_text_or_module_and_plain_python_values():
+    for source in (API_MODULE, parse_module(API_MODULE, "api")):
+        out = run(source, [1, 2], 3.0)  # a list and a Python float become f32 arrays
+        assert isinstance(out, list) and len(out) == 3  # tuple result flattened depth-first
+        assert all(isinstance(a, np.ndarray) for a in out)
+        np.testing.assert_array_equal(out[0], [3, 6])
+        assert out[0].dtype == np.float32 and out[1].dtype == np.uint32 and out[1].shape == ()
+        assert (int(out[1]), int(out[2])) == (0, 0)
+
+
+def test_run_api_replicas_and_partitions_keywords():
+    # the same arguments on every device: the all-reduce over the 4 replicas of a partition sums 4 copies
+    per_device = run(API_MODULE, np.array([1, 2], F32), np.float32(0.5), replicas=4, partitions=2)
+    assert len(per_device) == 8
+    for d, (total, rid, pid) in enumerate(per_device):
+        np.testing.assert_array_equal(total, [2, 4])             # 4 * {0.5, 1}
+        assert (int(rid), int(pid)) == (d // 2, d % 2)
+    # per-device inputs: replica d multiplies by d, so every replica sums {1,2} * (0 + 1 + 2)
+    per_device = run(API_MODULE, replicas=3,
+                     per_device_inputs=[[np.array([1, 2], F32), np.float32(d)] for d in range(3)])
+    assert [list(out[0]) for out in per_device] == [[3, 6]] * 3
+    with pytest.raises(ValueError, match="2 argument lists for 3 devices"):
+        run(API_MODULE, replicas=3, per_device_inputs=[[np.zeros(2, F32), np.float32(1)]] * 2)
+    with pytest.raises(ValueError, match="either arrays or per_device_inputs"):
+        run(API_MODULE, np.zeros(2, F32), np.float32(1), per_device_inputs=[[np.zeros(2, F32), np.float32(1)]])

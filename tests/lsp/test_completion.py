@@ -50,6 +50,16 @@ def test_contexts():
     assert labels('%r = f32[4] custom-call(), custom_call_target="red|') == []
 
 
+def test_a_braced_attribute_value_is_not_the_operand_list():
+    # an open '{' after the operands once counted as "inside the operand list": instruction names were offered
+    assert labels("%c = f32[4,8] conditional(%x, %x, %x), branch_computations={%max, %|") == ["%max", "%main"]
+    assert labels("%c = f32[4,8] conditional(%x, %x, %x), branch_computations={%|") == ["%max", "%main"]
+    assert labels("%r = f32[4]{0} reduce(%x, %ninf), dimensions={|") == []
+    text, offset = at("%r = f32[4]{0} reduce(%x, %ninf), dimensions={|")
+    assert signature_help(text, offset) is None
+    assert labels("%t = (f32[4,8], f32[]) tuple((%x), %|") == ["%ninf", "%x"]   # nested parentheses: still inside
+
+
 def test_right_after_the_equal_sign_types_come_before_opcodes():
     found = labels("%r = |")
     assert found[:len(PRIMITIVE_TYPES)] == list(PRIMITIVE_TYPES)

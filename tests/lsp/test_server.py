@@ -6,8 +6,10 @@ URI), so the tests do not depend on each other.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import sys
+import time
 
 import pytest
 
@@ -15,7 +17,7 @@ from hlo import format_module, parse_module
 from hlo.lsp.client import LspClient, LspError
 
 # Two computations that both define %x (the parser renames the second one; the
-# editor must not), a reduction calling %add, and a while loop.
+# editor must not), and a reduction calling %add.
 MODULE = """\
 // Sums, with two computations that both name an instruction %x.
 HloModule lsp_test, entry_computation_layout={(f32[4]{0})->f32[]}
@@ -33,6 +35,67 @@ ENTRY %main (x: f32[4]) -> f32[] {
   ROOT %twice = f32[] multiply(%total, %total)
 }
 """
+
+# Every attribute that names a computation: to_apply (call, and sort's comparator), calls
+# (fusion), branch_computations (conditional), condition and body (while); %double is called
+# from two computations.
+CALLS = """\
+HloModule calls, entry_computation_layout={(f32[4]{0}, s32[])->f32[4]{0}}
+
+%double (d: f32[4]) -> f32[4] {
+  %d = f32[4]{0} parameter(0)
+  ROOT %dd = f32[4]{0} add(%d, %d)
+}
+
+%negate_it (n: f32[4]) -> f32[4] {
+  %n = f32[4]{0} parameter(0)
+  ROOT %nn = f32[4]{0} negate(%n)
+}
+
+%less (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %lt = pred[] compare(%a, %b), direction=LT
+}
+
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %e = f32[4]{0} exponential(%p)
+}
+
+%cond (s: (s32[], f32[4])) -> pred[] {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %ten = s32[] constant(10)
+  ROOT %c = pred[] compare(%i, %ten), direction=LT
+}
+
+%body (s: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %s = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %v = f32[4]{0} get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %v1 = f32[4]{0} call(%v), to_apply=%double
+  ROOT %t = (s32[], f32[4]{0}) tuple(%i1, %v1)
+}
+
+ENTRY %main (x: f32[4], k: s32[]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %k = s32[] parameter(1)
+  %sorted = f32[4]{0} sort(%x), dimensions={0}, to_apply=%less
+  %ex = f32[4]{0} fusion(%sorted), kind=kLoop, calls=%fused
+  %picked = f32[4]{0} conditional(%k, %ex, %ex), branch_computations={%double, %negate_it}
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]{0}) tuple(%zero, %picked)
+  %loop = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[4]{0} get-tuple-element(%loop), index=1
+}
+"""
+# (the attribute as written, the computation it names) for every call site in CALLS
+CALL_SITES = [("to_apply=%double", "double"), ("to_apply=%less", "less"), ("calls=%fused", "fused"),
+              ("branch_computations={%double", "double"), (", %negate_it", "negate_it"),
+              ("condition=%cond", "cond"), ("body=%body", "body")]
 
 _uris = (f"file:///lsp_test/doc{i}.hlo" for i in itertools.count())
 
@@ -128,6 +191,34 @@ def test_diagnostics_follow_changes(server):
     assert params["diagnostics"] == []
 
 
+DEBOUNCE_SECONDS = 1.5
+
+
+def test_a_burst_of_changes_is_diagnosed_once_after_the_quiet_period():
+    """Three keystrokes within the quiet period: one diagnosis, of the last text, on the exact token."""
+    env = dict(os.environ, HLO_LSP_DEBOUNCE=str(DEBOUNCE_SECONDS))
+    with LspClient(_command(), env=env) as slow:
+        slow.initialize()
+        uri, diagnostics = open_doc(slow, MODULE)   # didOpen is diagnosed at once
+        assert diagnostics == []
+        start = position(MODULE, "%zero = f32[] constant(0)", len("%zero = "))
+        end = dict(start, character=start["character"] + 1)
+        mark = len(slow.notifications)
+        for version, letter in [(2, "s"), (3, "u"), (4, "s")]:   # f32 -> s32 -> u32 -> s32
+            slow.change(uri, version, [{"range": {"start": start, "end": end}, "text": letter}])
+        sent = time.perf_counter()
+        params = slow.wait_notification("textDocument/publishDiagnostics",
+                                        lambda p: p["uri"] == uri and p["version"] == 4, after=mark)
+        # nothing before the quiet period; nothing at all for the intermediate versions
+        published = [n for n in slow.notifications[mark:] if n["method"] == "textDocument/publishDiagnostics"]
+        assert published[0]["received_at"] - sent >= DEBOUNCE_SECONDS * 0.9
+        assert {n["params"]["version"] for n in published} == {4}
+        text = MODULE.replace("%zero = f32[]", "%zero = s32[]")
+        [d] = params["diagnostics"]
+        assert "init value 0 of 'reduce' is s32[]" in d["message"]
+        assert d["range"]["start"] == position(text, "%zero), dim") and covered_text(text, d["range"]) == "%zero"
+
+
 def test_syntax_error_does_not_blank_the_rest_of_the_file(server):
     broken = MODULE.replace("%y = f32[] parameter(1)", "%y = f32[] parameter(1")      # a syntax error
     broken = broken.replace("%zero = f32[] constant(0)", "%zero = s32[] constant(0)")  # a checker error
@@ -139,6 +230,22 @@ def test_syntax_error_does_not_blank_the_rest_of_the_file(server):
     assert "f32[]" in hover["contents"]["value"]
     target = request(server, "textDocument/definition", uri, position=position(broken, "to_apply=%add", 10))
     assert target["range"]["start"] == position(broken, "add (x:")
+
+
+def test_syntax_error_recovers_at_the_next_instruction_of_the_same_computation(server):
+    text = CALLS.replace("fusion(%sorted), kind=kLoop", "fusion(%sorted kind=kLoop")                 # syntax
+    text = text.replace("%zero = s32[] constant(0)", "%zero = f32[] constant(0)")                    # 3 lines on
+    text = text.replace("ROOT %dd = f32[4]{0} add(%d, %d)", "ROOT %dd = f32[4]{0} add(%d, %d, %d)")  # elsewhere
+    uri, diagnostics = open_doc(server, text)
+    found = sorted((d["range"]["start"]["line"], covered_text(text, d["range"])) for d in diagnostics)
+    assert found == [(position(text, "%d, %d, %d)")["line"], "%d"), (position(text, "%ex = ")["line"], "kind"),
+                     (position(text, "%init = ")["line"], "%init")], diagnostics
+    # every instruction of ENTRY is still in the outline, and names after the error still resolve
+    symbols = request(server, "textDocument/documentSymbol", uri)
+    assert [c["name"] for c in symbols[-1]["children"]] == [
+        "x", "k", "sorted", "ex", "picked", "zero", "init", "loop", "out"]
+    hover = request(server, "textDocument/hover", uri, position=position(text, "while(%init)", 8))
+    assert "%init: (s32[], f32[4]{0})" in hover["contents"]["value"]
 
 
 # --------------------------------------------------------------------------- hover
@@ -191,6 +298,22 @@ def test_references(server):
     assert sorted(r["range"]["start"]["line"] for r in comp) == [3, 12]
 
 
+@pytest.mark.parametrize("attribute,computation", CALL_SITES)
+def test_definition_and_references_through_computation_attributes(server, attribute, computation):
+    uri, diagnostics = open_doc(server, CALLS)
+    assert diagnostics == []
+    header = position(CALLS, f"%{computation} (", 1)
+    at_use = position(CALLS, attribute, len(attribute) - 1)   # on the name's last character
+    target = request(server, "textDocument/definition", uri, position=at_use)
+    assert target["range"]["start"] == header and covered_text(CALLS, target["range"]) == computation
+    found = request(server, "textDocument/references", uri, position=header, context={"includeDeclaration": True})
+    uses = [(p["line"], p["character"]) for p in (position(CALLS, a, len(a) - len(c)) for a, c in CALL_SITES
+                                                    if c == computation)]
+    assert sorted((r["range"]["start"]["line"], r["range"]["start"]["character"]) for r in found) == sorted(
+        [(header["line"], header["character"])] + uses)
+    assert all(covered_text(CALLS, r["range"]) == computation for r in found)
+
+
 def test_rename_across_computations(server):
     uri, _ = open_doc(server, MODULE)
     # A computation: its header and the to_apply= in ENTRY change.
@@ -205,6 +328,23 @@ def test_rename_across_computations(server):
     assert "%add (x: f32[], y: f32[])" in renamed and "add(%x, %y)" in renamed
     # the same module: only the name the parser had to make unique (x.1) is now the user's
     assert format_module(parse_module(renamed)) == format_module(parse_module(MODULE)).replace("x.1", "input")
+
+
+def test_rename_of_a_computation_called_from_two_computations(server):
+    uri, _ = open_doc(server, CALLS)
+    # from a use: the call in %body and the conditional's branch in ENTRY
+    edit = request(server, "textDocument/rename", uri, position=position(CALLS, "branch_computations={%double", 23),
+                   newName="twice")
+    renamed = apply_edits(CALLS, edit["changes"][uri])
+    assert "%twice (d: f32[4])" in renamed and "to_apply=%twice" in renamed
+    assert "branch_computations={%twice, %negate_it}" in renamed and "double" not in renamed
+    assert format_module(parse_module(renamed)) == format_module(parse_module(CALLS)).replace("double", "twice")
+    # the loop's computations: condition= and body= follow
+    edit = request(server, "textDocument/rename", uri, position=position(CALLS, "%body (", 1), newName="step")
+    renamed = apply_edits(CALLS, edit["changes"][uri])
+    assert "%step (s: (s32[], f32[4]))" in renamed and "condition=%cond, body=%step" in renamed
+    with pytest.raises(LspError):
+        request(server, "textDocument/rename", uri, position=position(CALLS, "%body (", 1), newName="cond")
 
 
 def test_rename_refuses_a_clash_and_prepares_the_range(server):
@@ -245,6 +385,18 @@ def test_completion_of_computation_names(server):
     text = MODULE.replace("to_apply=%add", "to_apply=%")
     labels = _labels(server, text, "to_apply=%", len("to_apply=%"))
     assert labels == ["%add", "%main"]
+
+
+@pytest.mark.parametrize("written,typed", [
+    ("calls=%fused", "calls=%"), ("condition=%cond", "condition=%"), ("body=%body", "body=%"),
+    ("branch_computations={%double, %negate_it}", "branch_computations={%"),
+    ("branch_computations={%double, %negate_it}", "branch_computations={%double, %"),
+    ("to_apply=%less", "to_apply=%le")])
+def test_completion_of_computation_names_in_every_computation_attribute(server, written, typed):
+    text = CALLS.replace(written, typed)
+    labels = _labels(server, text, typed, len(typed))
+    names = ["%double", "%negate_it", "%less", "%fused", "%cond", "%body", "%main"]
+    assert labels == (["%less"] if typed.endswith("%le") else names)
 
 
 def test_completion_of_names_in_scope(server):

@@ -1,6 +1,7 @@
 """algsimp: one test per rule (expected text after `algsimp,dce` and interpreter equivalence
 on random inputs, special float values included), plus pass-level properties."""
 import math
+import re
 
 import pytest
 
@@ -991,6 +992,224 @@ iadd {
   ROOT s = f32[] add(a, b)
 }
 """, id='reduce_of_transpose'),
+    # ---- sub-rules the cases above do not reach (one case each)
+    # pow(A, 3) -> A*(A*A)
+    pytest.param('  p = f32[4] parameter(0)',
+                 """  c3 = f32[] constant(3)
+  b3 = f32[4] broadcast(c3), dimensions={}
+  ROOT a = f32[4] power(p, b3)""",
+                 """ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %multiply = f32[4]{0} multiply(%p, %p)
+  ROOT %multiply.1 = f32[4]{0} multiply(%p, %multiply)
+}
+""",
+                 "", id='power_cube'),
+    # max(A, max(A, B)) -> max(A, B); min(min(A, B), A) -> min(A, B); max(B, max(A, B)) kept (NaN sign, as XLA)
+    pytest.param('  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n  i = s32[4] parameter(2)\n  j = s32[4] parameter(3)',
+                 """  m = f32[4] maximum(a, b)
+  x = f32[4] maximum(a, m)
+  y = f32[4] maximum(b, m)
+  n = s32[4] minimum(i, j)
+  z = s32[4] minimum(n, i)
+  ROOT t = (f32[4], f32[4], s32[4]) tuple(x, y, z)""",
+                 """ENTRY %main (a: f32[4], b: f32[4], i: s32[4], j: s32[4]) -> (f32[4], f32[4], s32[4]) {
+  %a = f32[4]{0} parameter(0)
+  %b = f32[4]{0} parameter(1)
+  %i = s32[4]{0} parameter(2)
+  %j = s32[4]{0} parameter(3)
+  %m = f32[4]{0} maximum(%a, %b)
+  %y = f32[4]{0} maximum(%b, %m)
+  %n = s32[4]{0} minimum(%i, %j)
+  ROOT %t = (f32[4]{0}, f32[4]{0}, s32[4]{0}) tuple(%m, %y, %n)
+}
+""",
+                 "", id='minmax_nested_right'),
+    # abs(A) -> A for float X*X, a small s32 iota, max with a non-negative, a select of non-negatives;
+    # kept for signed X*X and for min with a possibly negative value
+    pytest.param('  p = f32[4] parameter(0)\n  q = s32[4] parameter(1)\n  c = pred[4] parameter(2)',
+                 """  sq = f32[4] multiply(p, p)
+  a = f32[4] abs(sq)
+  isq = s32[4] multiply(q, q)
+  b = s32[4] abs(isq)
+  io = s32[4] iota(), iota_dimension=0
+  c1 = s32[4] abs(io)
+  two = f32[] constant(2)
+  tb = f32[4] broadcast(two), dimensions={}
+  mx = f32[4] maximum(p, tb)
+  d = f32[4] abs(mx)
+  ex = f32[4] exponential(p)
+  se = f32[4] select(c, ex, sq)
+  e = f32[4] abs(se)
+  mn = f32[4] minimum(p, tb)
+  f = f32[4] abs(mn)
+  ROOT t = (f32[4], s32[4], s32[4], f32[4], f32[4], f32[4]) tuple(a, b, c1, d, e, f)""",
+                 """ENTRY %main (p: f32[4], q: s32[4], c: pred[4]) -> (f32[4], s32[4], s32[4], f32[4], f32[4], /*index=5*/f32[4]) {
+  %p = f32[4]{0} parameter(0)
+  %q = s32[4]{0} parameter(1)
+  %c = pred[4]{0} parameter(2)
+  %sq = f32[4]{0} multiply(%p, %p)
+  %isq = s32[4]{0} multiply(%q, %q)
+  %b = s32[4]{0} abs(%isq)
+  %io = s32[4]{0} iota(), iota_dimension=0
+  %two = f32[] constant(2)
+  %tb = f32[4]{0} broadcast(%two), dimensions={}
+  %mx = f32[4]{0} maximum(%p, %tb)
+  %ex = f32[4]{0} exponential(%p)
+  %se = f32[4]{0} select(%c, %ex, %sq)
+  %mn = f32[4]{0} minimum(%p, %tb)
+  %f = f32[4]{0} abs(%mn)
+  ROOT %t = (f32[4]{0}, s32[4]{0}, s32[4]{0}, f32[4]{0}, f32[4]{0}, /*index=5*/f32[4]{0}) tuple(%sq, %b, %io, %mx, %se, /*index=5*/%f)
+}
+""",
+                 "", id='abs_non_negative'),
+    # copy(copy(A)) -> copy(A) when both copies change the layout
+    pytest.param('  p = f32[2,3,4]{2,1,0} parameter(0)',
+                 """  a = f32[2,3,4]{0,1,2} copy(p)
+  b = f32[2,3,4]{1,0,2} copy(a)
+  ROOT c = f32[2,3,4]{0,2,1} bitcast(b)""",
+                 """ENTRY %main (p: f32[2,3,4]) -> f32[2,3,4] {
+  %p = f32[2,3,4]{2,1,0} parameter(0)
+  %copy = f32[2,3,4]{1,0,2} copy(%p)
+  ROOT %c = f32[2,3,4]{0,2,1} bitcast(%copy)
+}
+""",
+                 "", id='copy_of_layout_copies'),
+    # reverse(reverse(A, d1), d2) -> reverse(A, d1 xor d2)
+    pytest.param('  p = f32[2,3,4] parameter(0)',
+                 """  a = f32[2,3,4] reverse(p), dimensions={0,1}
+  ROOT b = f32[2,3,4] reverse(a), dimensions={1,2}""",
+                 """ENTRY %main (p: f32[2,3,4]) -> f32[2,3,4] {
+  %p = f32[2,3,4]{2,1,0} parameter(0)
+  ROOT %reverse = f32[2,3,4]{2,1,0} reverse(%p), dimensions={0,2}
+}
+""",
+                 "", id='reverse_xor'),
+    # a slice spanning a run of operands (not all) -> slice of their concatenate; a full slice -> the concatenate
+    pytest.param('  p = f32[2,3] parameter(0)\n  q = f32[4,3] parameter(1)\n  r = f32[3,3] parameter(2)\n  s = f32[1,3] parameter(3)',
+                 """  c = f32[10,3] concatenate(p, q, r, s), dimensions={0}
+  a = f32[5,2] slice(c), slice={[3:8], [1:3]}
+  b = f32[10,3] slice(c), slice={[0:10], [0:3]}
+  ROOT t = (f32[5,2], f32[10,3]) tuple(a, b)""",
+                 """ENTRY %main (p: f32[2,3], q: f32[4,3], r: f32[3,3], s: f32[1,3]) -> (f32[5,2], f32[10,3]) {
+  %p = f32[2,3]{1,0} parameter(0)
+  %q = f32[4,3]{1,0} parameter(1)
+  %r = f32[3,3]{1,0} parameter(2)
+  %s = f32[1,3]{1,0} parameter(3)
+  %c = f32[10,3]{1,0} concatenate(%p, %q, %r, %s), dimensions={0}
+  %concatenate = f32[7,3]{1,0} concatenate(%q, %r), dimensions={0}
+  %slice = f32[5,2]{1,0} slice(%concatenate), slice={[1:6], [1:3]}
+  ROOT %t = (f32[5,2]{1,0}, f32[10,3]{1,0}) tuple(%slice, %c)
+}
+""",
+                 "", id='slice_of_concat_run'),
+    # concatenate(broadcast(s), X) -> pad(X, s) with low padding
+    pytest.param('  p = f32[2,3] parameter(0)\n  v = f32[] parameter(1)',
+                 """  vb = f32[2,2] broadcast(v), dimensions={}
+  ROOT d = f32[2,5] concatenate(vb, p), dimensions={1}""",
+                 """ENTRY %main (p: f32[2,3], v: f32[]) -> f32[2,5] {
+  %p = f32[2,3]{1,0} parameter(0)
+  %v = f32[] parameter(1)
+  ROOT %pad = f32[2,5]{1,0} pad(%p, %v), padding=0_0x2_0
+}
+""",
+                 "", id='concat_broadcast_low'),
+    # dynamic-update-slice with a zero-element update -> A
+    pytest.param('  p = f32[5,4] parameter(0)\n  u = f32[0,4] parameter(1)\n  i = s32[] parameter(2)',
+                 """  ROOT d = f32[5,4] dynamic-update-slice(p, u, i, i)""",
+                 """ENTRY %main (p: f32[5,4], u: f32[0,4], i: s32[]) -> f32[5,4] {
+  ROOT %p = f32[5,4]{1,0} parameter(0)
+  %u = f32[0,4]{1,0} parameter(1)
+  %i = s32[] parameter(2)
+}
+""",
+                 "", id='dus_empty_update'),
+    # map whose computation returns a scalar constant -> broadcast of it
+    pytest.param('  x = f32[4] parameter(0)\n  y = f32[4] parameter(1)',
+                 """  ROOT m = f32[4] map(x, y), dimensions={0}, to_apply=seven""",
+                 """ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %y = f32[4]{0} parameter(1)
+  %constant = f32[] constant(7)
+  ROOT %broadcast = f32[4]{0} broadcast(%constant), dimensions={}
+}
+""",
+                 """seven {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] constant(7)
+}
+""", id='map_constant'),
+    # unsigned X >= 0 -> true, 0 > X -> false
+    pytest.param('  u = u32[4] parameter(0)\n  v = u8[4] parameter(1)',
+                 """  z = u32[] constant(0)
+  zb = u32[4] broadcast(z), dimensions={}
+  a = pred[4] compare(u, zb), direction=GE
+  zb8 = u8[4] constant({0, 0, 0, 0})
+  b = pred[4] compare(zb8, v), direction=GT
+  ROOT r = (pred[4], pred[4]) tuple(a, b)""",
+                 """ENTRY %main (u: u32[4], v: u8[4]) -> (pred[4], pred[4]) {
+  %u = u32[4]{0} parameter(0)
+  %v = u8[4]{0} parameter(1)
+  %constant = pred[] constant(true)
+  %broadcast = pred[4]{0} broadcast(%constant), dimensions={}
+  %constant.1 = pred[] constant(false)
+  %broadcast.1 = pred[4]{0} broadcast(%constant.1), dimensions={}
+  ROOT %r = (pred[4]{0}, pred[4]{0}) tuple(%broadcast, %broadcast.1)
+}
+""",
+                 "", id='compare_unsigned_ge_gt'),
+    # reduce(transpose(X)) -> transpose(reduce(X)) when the kept dimensions change order
+    pytest.param('  p = f32[2,3,4] parameter(0)',
+                 """  t = f32[4,2,3] transpose(p), dimensions={2,0,1}
+  z = f32[] constant(0)
+  ROOT a = f32[4,2] reduce(t, z), dimensions={2}, to_apply=add""",
+                 """ENTRY %main (p: f32[2,3,4]) -> f32[4,2] {
+  %p = f32[2,3,4]{2,1,0} parameter(0)
+  %z = f32[] constant(0)
+  %reduce = f32[2,4]{1,0} reduce(%p, %z), dimensions={1}, to_apply=%add
+  ROOT %transpose = f32[4,2]{1,0} transpose(%reduce), dimensions={1,0}
+}
+""",
+                 """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+""", id='reduce_of_transpose_reordered'),
+    # copy at the entry root with a sharding is kept
+    pytest.param('  p = f32[4] parameter(0)',
+                 """  ROOT c = f32[4] copy(p), sharding={replicated}""",
+                 """ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} copy(%p), sharding={replicated}
+}
+""",
+                 "", id='sharded_root_copy'),
+    # broadcast(X) to X's own shape with dimensions in order -> X
+    pytest.param('  p = f32[4,3] parameter(0)',
+                 """  ROOT b = f32[4,3] broadcast(p), dimensions={0,1}""",
+                 """ENTRY %main (p: f32[4,3]) -> f32[4,3] {
+  ROOT %p = f32[4,3]{1,0} parameter(0)
+}
+""",
+                 "", id='broadcast_same_shape'),
+    # dot rules only for an unset algorithm or dot_f32_f32_f32 (XLA's SupportedDotPrecisionConfig)
+    pytest.param('  a = f32[3] parameter(0)\n  b = f32[4] parameter(1)',
+                 """  o = f32[3,4] dot(a, b), lhs_contracting_dims={}, rhs_contracting_dims={}, algorithm=dot_bf16_bf16_f32
+  p = f32[3,4] dot(a, b), lhs_contracting_dims={}, rhs_contracting_dims={}, algorithm=dot_f32_f32_f32
+  ROOT t = (f32[3,4], f32[3,4]) tuple(o, p)""",
+                 """ENTRY %main (a: f32[3], b: f32[4]) -> (f32[3,4], f32[3,4]) {
+  %a = f32[3]{0} parameter(0)
+  %b = f32[4]{0} parameter(1)
+  %o = f32[3,4]{1,0} dot(%a, %b), lhs_contracting_dims={}, rhs_contracting_dims={}, algorithm=dot_bf16_bf16_f32
+  %broadcast = f32[3,4]{1,0} broadcast(%a), dimensions={0}
+  %broadcast.1 = f32[3,4]{1,0} broadcast(%b), dimensions={1}
+  %multiply = f32[3,4]{1,0} multiply(%broadcast, %broadcast.1)
+  ROOT %t = (f32[3,4]{1,0}, f32[3,4]{1,0}) tuple(%o, %multiply)
+}
+""",
+                 "", id='dot_algorithm_kept'),
 ]
 
 
@@ -1115,6 +1334,21 @@ def test_program_shape_kept_and_second_run_changes_nothing():
     assert m.entry_program_shape() == shape
     assert not algsimp.run(m)
     assert "ROOT %p = f32[3,1]{1,0} parameter(0)" in entry_text(m)
+
+
+def test_new_names_follow_xla_uniquing():
+    """New instructions are named after their opcode, with `.N` when the name is taken
+    (including names that already carry a suffix), and the result prints and re-parses."""
+    after, _ = ALGSIMP.optimise(module("  q = s32[4] parameter(0)", """  constant = s32[] constant(3)
+  broadcast.2 = s32[4] broadcast(constant), dimensions={}
+  a = s32[4] subtract(q, q)
+  b = s32[4] subtract(broadcast.2, broadcast.2)
+  ROOT t = (s32[4], s32[4]) tuple(a, b)"""))
+    names = [i.name for c in after.computations for i in c.instructions]
+    assert len(names) == len(set(names))
+    new = [n for n in names if n not in ("q", "t")]
+    assert len(new) == 4 and all(re.fullmatch(r"(constant|broadcast)(\.\d+)?", n) for n in new)
+    assert "constant" not in new  # taken by the (now dead) parsed constant when the rules ran
 
 
 # =========================================================================== helpers
