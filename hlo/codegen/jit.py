@@ -15,6 +15,7 @@ import os
 import pickle
 import time
 from pathlib import Path
+from typing import Optional
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -25,6 +26,7 @@ from ..printer import format_module
 from . import CodegenOptions, LoweredModule, lower_module
 from ..cache import cache_dir
 from .buffers import alias_leaves
+from .parallel import runner_address
 from .target import create_target_machine, parse_and_optimize, resolved_target
 
 CACHE_VERSION = "1"
@@ -72,11 +74,13 @@ class _ObjectCache:
 
 
 class JitExecutable:
-    """A module compiled for the host; run(*arrays) returns the result leaves."""
+    """A module compiled for the host; run(*arrays) returns the result leaves.
+
+    threads: how many threads large multiplies may use (default: every core)."""
 
     NAME = "hlo_entry"
 
-    def __init__(self, module: Module, options: CodegenOptions = CodegenOptions()):
+    def __init__(self, module: Module, options: CodegenOptions = CodegenOptions(), threads: Optional[int] = None):
         start = time.perf_counter()
         self.options = options
         text = format_module(module)
@@ -95,8 +99,18 @@ class JitExecutable:
         if not self.from_cache:
             self._store_lowering(meta_path, lowered)
         self.compile_seconds = time.perf_counter() - start
+        self.threads = threads if threads is not None else (os.cpu_count() or 1)
+        self._set_threads(self.threads)
         self._temp = _aligned_empty(lowered.temp_bytes)
         self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
+
+    def _set_threads(self, threads: int) -> None:
+        """Point the module's parallel-for hook at the pthread runner (gemm.py, parallel.py)."""
+        count = self._engine.get_global_value_address(f"{self.NAME}_num_threads")
+        hook = self._engine.get_global_value_address(f"{self.NAME}_parallel_for")
+        if count and hook:
+            ctypes.c_int64.from_address(count).value = max(int(threads), 1)
+            ctypes.c_void_p.from_address(hook).value = runner_address() if threads > 1 else None
 
     @staticmethod
     def _cached_lowering(path: Path):

@@ -19,6 +19,8 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from . import scalar_ops
 from .buffers import Assignment, Buffer, branch_computations, leaves_of, resolve
+from .contraction import ContractionEmitter
+from .gemm import GemmLibrary
 from .elemental import ElementalEmitter, FunctionContext, const64, major_to_minor
 from .types import I8, I64, PTR, constant_of, load_element, store_element
 
@@ -27,7 +29,7 @@ ALIAS_ONLY = ("parameter", "constant", "tuple", "get-tuple-element")
 
 
 class EntryLowering:
-    def __init__(self, module: Module, assignment: Assignment, name: str):
+    def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128):
         self.module = module
         self.a = assignment
         self.llmod = ir.Module(name=module.name)
@@ -38,6 +40,7 @@ class EntryLowering:
         self.ctx = FunctionContext(self.llmod, self.fn)
         self.elem = ElementalEmitter(self.ctx, self.buffer_of)
         self.pointers: dict[int, ir.Value] = {}
+        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -63,6 +66,10 @@ class EntryLowering:
             ptr = ab.gep(temp, [const64(buf.offset)], source_etype=I8)
         self.pointers[id(buf)] = (buf, ptr)  # keeps buf alive so that its id stays unique
         return ptr
+
+    def pointer_of(self, inst: Instruction):
+        """The buffer of a materialised array instruction."""
+        return self.pointer(self.a.values[id(inst)])
 
     def buffer_of(self, inst: Instruction):
         value = self.a.values.get(id(inst))
@@ -150,6 +157,8 @@ class EntryLowering:
         self.elem.bind_fusion(inst)
         root = body.root
         value = self.a.values[id(inst)]
+        if self.contractions.emit_fused(inst, value):
+            return
         if id(inst) in self.a.in_place:
             self.update_in_place(root, value)
             return
@@ -180,7 +189,14 @@ class EntryLowering:
         if not self.accumulate_in_output(inst, value):
             self.emit_elemental(inst, lambda index: self.elem._compute_uncached(inst, index), value)
 
-    _emit_dot = _emit_reduce
+    def _emit_dot(self, inst: Instruction) -> None:
+        if not self.contractions.emit_top_level(inst, self.a.values[id(inst)]):
+            self._emit_reduce(inst)
+
+    def _emit_convolution(self, inst: Instruction) -> None:
+        value = self.a.values[id(inst)]
+        if not self.contractions.emit_top_level(inst, value):
+            self.emit_elemental(inst, lambda index: self.elem._compute_uncached(inst, index), value)
 
     def accumulate_in_output(self, inst: Instruction, value) -> bool:
         """Reduce / dot whose output's minor dimension is contiguous in the input: loop over

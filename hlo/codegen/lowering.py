@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from ..ir import Module
 from .buffers import assign_buffers
+from .gemm import vector_bits_of
 from .kernels import EntryLowering
+from .target import resolved_target
 from .types import check_shape_supported
 
 
@@ -47,6 +49,7 @@ def lower(module: Module, options, name: str):
             if inst.shape is not None:
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
-    llmod = EntryLowering(prepared, assignment, name).lower()
+    _, _, features = resolved_target(options)
+    llmod = EntryLowering(prepared, assignment, name, vector_bits_of(features)).lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
                          assignment.temp_bytes)

@@ -30,7 +30,11 @@ def emitter(*opcodes):
 
 
 def scratch_bytes(inst: Instruction) -> int:
-    """Working memory (bytes) the op's emitter needs: two index arrays for sorts."""
+    """Working memory (bytes) the op's emitter needs: two index arrays for sorts; tables and
+    packed operands for dot and convolution (contraction.py)."""
+    if inst.opcode in ("dot", "convolution", "fusion"):
+        from .contraction import scratch_bytes as contraction_bytes
+        return contraction_bytes(inst)
     if inst.opcode == "sort":
         return 16 * inst.operands[0].shape.dims[inst.attrs["dimensions"][0]]
     if inst.opcode == "topk" or (inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") == "TopK"):
