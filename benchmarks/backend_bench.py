@@ -6,10 +6,12 @@ N of numpy's, alternated so both share the machine's noise, reported as medians 
 the ratio numpy / ours (> 1 means the compiled code is faster). Workloads:
 
     matmul256/512/1024   f32 dot (GFLOP/s)
+    threads              matmul1024 on two threads against one (speedup)
     chain                tanh(a*x+b)*c on 16M f32 (numpy plain expression and with out=); also
-                         "ours reused-out": our entry function on a result buffer allocated
-                         once, against the faster numpy variant (out=) -- run() pays fresh
-                         pages for its 64 MB result on every call, as the plain expression does
+                         "ours reused-out": run(reuse_results=True), which writes the result
+                         arrays of the previous run again, against the faster numpy variant
+                         (out=) -- a plain run() pays fresh pages for its 64 MB result on every
+                         call, as the plain expression does
     rowsum / colsum      sums over each axis of a 4096x4096 f32 matrix (GB/s)
     conv2d               NHWC 1x56x56x64 * HWIO 3x3x64x64, SAME padding (numpy im2col; GFLOP/s)
     mlp                  64x784 -> 512 -> 512 -> 10, relu on the hidden layers
@@ -61,7 +63,7 @@ from hlo.codegen import CodegenOptions  # noqa: E402
 from hlo.codegen.jit import JitExecutable  # noqa: E402
 
 COMPILE_TARGET_SECONDS = 3.0
-WORKLOADS = ("matmul", "chain", "rowsum", "colsum", "conv2d", "mlp", "compile")
+WORKLOADS = ("matmul", "threads", "chain", "rowsum", "colsum", "conv2d", "mlp", "compile")
 
 
 # --------------------------------------------------------------------------- HLO generators
@@ -224,7 +226,7 @@ class Row:
     ours: float
     numpy_times: dict[str, float] = field(default_factory=dict)
     xla: float | None = None
-    ours_reused: float | None = None  # the entry function called on preallocated buffers
+    ours_reused: float | None = None  # run(reuse_results=True): no fresh result pages per run
     work: str = ""  # e.g. "96.3 GFLOP/s" for ours
 
 
@@ -241,28 +243,8 @@ def median_times(functions: list[Callable], runs: int) -> list[float]:
     return [statistics.median(s) for s in samples]
 
 
-def compile_hlo(text: str) -> JitExecutable:
-    return JitExecutable(parse_module(text, "<bench>"), CodegenOptions())
-
-
-def reused_buffers_call(executable: JitExecutable, args: list) -> Callable:
-    """The compiled entry function called on result buffers allocated once (no fresh pages per run).
-
-    run() allocates its results on every call, as numpy's plain expressions do; this
-    measures the kernel alone, as numpy with out= does. It uses the documented entry ABI
-    (void f(void** params, void** results, void* temp)) through JitExecutable's compiled
-    function and temp buffer, and only suits row-major (default layout) arrays.
-    """
-    params = [np.ascontiguousarray(a) for a in args]
-    results = [np.empty(s.dims, dtype=s.element_type.dtype) for s in executable.lowered.results]
-    param_ptrs = (ctypes.c_void_p * len(params))(*[a.ctypes.data for a in params])
-    result_ptrs = (ctypes.c_void_p * len(results))(*[r.ctypes.data for r in results])
-    function, temp = executable._function, executable._temp
-
-    def call():
-        function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), temp.ctypes.data)
-        return results
-    return call
+def compile_hlo(text: str, threads: int = 1) -> JitExecutable:
+    return JitExecutable(parse_module(text, "<bench>"), CodegenOptions(), threads=threads)
 
 
 def check(name: str, ours, reference, rtol: float, atol: float) -> None:
@@ -273,14 +255,15 @@ def bench(name: str, text: str, args: list, references: dict[str, Callable], run
           rtol: float = 1e-4, atol: float = 1e-4, flops: float = 0.0, nbytes: float = 0.0,
           reuse_result: bool = False) -> Row:
     """Compile, verify against the first reference, then time ours, every reference and XLA
-    (and, with reuse_result, our entry function on preallocated result buffers)."""
+    (and, with reuse_result, ours writing into the result arrays of its previous run)."""
     executable = compile_hlo(text)
     expected = next(iter(references.values()))()
     check(name, executable.run(*args)[0], expected, rtol, atol)
     functions = [lambda: executable.run(*args)] + list(references.values())
     if reuse_result:
-        reused = reused_buffers_call(executable, args)
-        check(name + " (reused buffers)", reused()[0], expected, rtol, atol)
+        def reused():
+            return executable.run(*args, reuse_results=True)
+        check(name + " (reused results)", reused()[0], expected, rtol, atol)
         functions.append(reused)
     xla_run = None
     if xla is not None:
@@ -305,9 +288,8 @@ def print_row(row: Row, xla_available: bool) -> None:
     for label, t in row.numpy_times.items():
         parts.append(f"{label} {t * 1e3:9.3f} ms  ratio {t / row.ours:5.2f}x")
     if row.ours_reused is not None:
-        best_numpy = min(row.numpy_times.values())
-        parts.append(f"ours reused-out {row.ours_reused * 1e3:9.3f} ms  ratio vs best numpy "
-                     f"{best_numpy / row.ours_reused:5.2f}x")
+        ratios = ", ".join(f"{t / row.ours_reused:5.2f}x vs {label}" for label, t in row.numpy_times.items())
+        parts.append(f"ours reused-out {row.ours_reused * 1e3:9.3f} ms  ratio {ratios}")
     if row.xla is not None:
         parts.append(f"xla {row.xla * 1e3:9.3f} ms  ratio {row.xla / row.ours:5.2f}x")
     elif not xla_available:
@@ -328,6 +310,26 @@ def matmul_rows(sizes, runs, xla, rng):
         a, b = random_f32(rng, n, n), random_f32(rng, n, n)
         yield bench(f"matmul{n}", matmul_hlo(n), [a, b], {"numpy": lambda a=a, b=b: a @ b}, runs, xla,
                     rtol=1e-3, atol=1e-3 * np.sqrt(n), flops=2.0 * n ** 3)
+
+
+def thread_rows(n, runs, rng):
+    """matmul n with two threads against one: the JIT's parallel column parts (on all cores,
+    also when the rest of the script is pinned to one for XLA)."""
+    a, b = random_f32(rng, n, n), random_f32(rng, n, n)
+    pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if pinned is not None:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    try:
+        one, two = compile_hlo(matmul_hlo(n), threads=1), compile_hlo(matmul_hlo(n), threads=2)
+        np.testing.assert_array_equal(one.run(a, b)[0], two.run(a, b)[0])
+        t1, t2 = median_times([lambda: one.run(a, b), lambda: two.run(a, b)], runs)
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
+    flops = 2.0 * n ** 3
+    print(f"threads    matmul{n} 1 thread {t1 * 1e3:9.3f} ms ({flops / t1 / 1e9:5.1f} GFLOP/s) | 2 threads "
+          f"{t2 * 1e3:9.3f} ms ({flops / t2 / 1e9:5.1f} GFLOP/s) | speedup {t1 / t2:4.2f}x", flush=True)
+    return []
 
 
 def chain_rows(n, runs, xla, rng):
@@ -428,6 +430,7 @@ def main(argv=None) -> int:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "workloads")  # never reuse or pollute the user's cache
         plan = {
             "matmul": lambda: matmul_rows((32, 64) if q else (256, 512, 1024), args.runs, xla, rng),
+            "threads": lambda: thread_rows(128 if q else 1024, args.runs, rng),
             "chain": lambda: chain_rows(1 << 16 if q else 1 << 24, args.runs, xla, rng),
             "rowsum": lambda: sum_rows(256 if q else 4096, 1, args.runs, xla, rng),
             "colsum": lambda: sum_rows(256 if q else 4096, 0, args.runs, xla, rng),

@@ -63,12 +63,16 @@ device) and outputs are written as dev{d}_out{i}.
               help="Run N times and report the median time.")
 @click.option("--profile", is_flag=True, help=f"Report the {PROFILE_TOP} instructions taking the most time.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
+@click.option("--threads", type=click.IntRange(min=1), metavar="N",
+              help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int]) -> None:
     _check_backend(backend)
+    if threads is not None and backend != "cpu":
+        raise UsageError("--threads needs --backend cpu")
     name, text = read_text(module_file)
     module = load_module(text, name, verify=verify)
     replicas = module.config.replica_count if replicas is None else replicas
@@ -81,7 +85,7 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
 
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
-                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources)
+                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads)
         return
 
     plans = new_plans()
@@ -113,22 +117,23 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
 
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
                   output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
-                  protected: list) -> None:
-    """--backend cpu: compile (or load from the cache), run, report like the interpreter."""
+                  protected: list, threads: Optional[int] = None) -> None:
+    """--backend cpu: compile (or load from the cache), run, report like the interpreter.
+    Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import JitExecutable
     if devices != 1:
         raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
                          f"{devices} devices")
     if profile or outfeed_file or infeeds:
         raise UsageError("--profile, --infeed and --outfeed need --backend interpreter")
-    executable = JitExecutable(module)
+    executable = JitExecutable(module, threads=threads)
     args = per_device_args[0]
     leaves = executable.run(*args)
     if repeat:
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            executable.run(*args)
+            executable.run(*args, reuse_results=True)
             times.append(time.perf_counter() - start)
         cached = " (from cache)" if executable.from_cache else ""
         click.echo(f"compile: {executable.compile_seconds * 1e3:.3f} ms{cached}", err=True)

@@ -29,6 +29,7 @@ import numpy as np
 from ..ir import Module
 from ..shapes import Shape, TypeKind
 from . import CodegenOptions, LoweredModule, compile_object, lower_module
+from .gemm import MAX_THREADS
 
 __all__ = ["AotArtifacts", "compile_aot", "generate_header", "is_c_identifier", "c_element_type",
            "to_physical_bytes", "from_physical_bytes", "physical_dims"]
@@ -165,6 +166,18 @@ _HEADER_COMMENT = """\
    (0 or 1). Buffers should be 64-byte aligned. The object needs only libc and libm.
 */"""
 
+_THREADS_BLOCK = """\
+/* Threads (optional). Large dot and convolution kernels split their output columns into
+   {name}_num_threads parts (1 by default; at most {parts} are used) and hand them to
+   {name}_parallel_for when it is set: it must call task(context, part) once for every
+   0 <= part < parts, on any threads, and return when every call has returned. NULL (the
+   default) runs the parts one after another on the calling thread. Each part works in its
+   own region of temp, so one temp buffer serves them all; calls of {name} itself that share
+   a temp buffer must not overlap. */
+typedef void (*{name}_task_fn)(void* context, int64_t part);
+extern int64_t {name}_num_threads;
+extern void (*{name}_parallel_for)({name}_task_fn task, void* context, int64_t parts);"""
+
 _CPP_CLASS = """\
 #ifdef __cplusplus
 #include <cstddef>
@@ -225,6 +238,7 @@ def generate_header(lowered: LoweredModule, name: str) -> str:
              "#include <stddef.h>", "#include <stdint.h>", "#include <stdlib.h>", "",
              "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
              f"void {name}(void** args, void** results, void* temp);", "",
+             _THREADS_BLOCK.format(name=name, parts=MAX_THREADS), "",
              f"#define {name}_NUM_ARGS {len(lowered.params)}",
              f"#define {name}_NUM_RESULTS {len(lowered.results)}",
              f"#define {name}_TEMP_SIZE ((size_t){lowered.temp_bytes})",

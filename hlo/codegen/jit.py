@@ -101,7 +101,8 @@ class JitExecutable:
         self.compile_seconds = time.perf_counter() - start
         self.threads = threads if threads is not None else (os.cpu_count() or 1)
         self._set_threads(self.threads)
-        self._temp = _aligned_empty(lowered.temp_bytes)
+        self._temp = _aligned_empty(lowered.temp_bytes)   # reused by every run
+        self._kept_results = None
         self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
 
     def _set_threads(self, threads: int) -> None:
@@ -143,16 +144,25 @@ class JitExecutable:
         engine.run_static_constructors()
         return engine, cache
 
-    def run(self, *arrays, donate: bool = False) -> list[np.ndarray]:
+    def run(self, *arrays, donate: bool = False, reuse_results: bool = False) -> list[np.ndarray]:
         """The result leaves. With donate=True, an output aliased with a parameter
         (input_output_alias) is written into that parameter's array when it can be used
-        as is (contiguous, writable, of the storage dtype and layout); it is returned then."""
+        as is (contiguous, writable, of the storage dtype and layout); it is returned then.
+
+        With reuse_results=True the result arrays of the previous such call are written
+        again instead of fresh ones (no new pages to fault in on every run): the caller
+        allows that the arrays it got last time are overwritten."""
         flat = _flatten(arrays)
         if len(flat) != len(self.lowered.params):
             raise ValueError(f"expected {len(self.lowered.params)} argument arrays, got {len(flat)}")
         params = [np.ascontiguousarray(_physical(values_io.to_storage(a, s), s))
                   for a, s in zip(flat, self.lowered.params)]
-        results = [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
+        if reuse_results:
+            if self._kept_results is None:
+                self._kept_results = self._new_results()
+            results = list(self._kept_results)
+        else:
+            results = self._new_results()
         if donate:
             for j, i in self.aliases.items():
                 if _donatable(params[i], flat[i], results[j]):
@@ -161,6 +171,10 @@ class JitExecutable:
         result_ptrs = (ctypes.c_void_p * max(len(results), 1))(*[r.ctypes.data for r in results])
         self._function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), self._temp.ctypes.data)
         return [_logical(r, s) for r, s in zip(results, self.lowered.results)]
+
+
+    def _new_results(self) -> list[np.ndarray]:
+        return [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
 
 
 def _donatable(param: np.ndarray, given, result: np.ndarray) -> bool:

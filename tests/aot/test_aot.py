@@ -263,6 +263,83 @@ def test_header_compiles_standalone_in_c_and_cpp(tmp_path):
                         "-I", str(tmp_path), str(src), "-o", str(tmp_path / f"use{suffix}.o")], check=True)
 
 
+MATMUL = """HloModule mm
+
+ENTRY main {
+  a = f32[96,200] parameter(0)
+  b = f32[200,150] parameter(1)
+  ROOT d = f32[96,150] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+THREADED_MAIN = r"""
+#define _POSIX_C_SOURCE 200112L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "mm.h"
+
+typedef struct { mm_task_fn task; void* context; int64_t part; } job;
+static int hook_calls = 0;
+
+static void* run_job(void* arg) { job* j = (job*)arg; j->task(j->context, j->part); return NULL; }
+
+/* A user's parallel-for: one POSIX thread per part. */
+static void parallel_for(mm_task_fn task, void* context, int64_t parts) {
+  pthread_t ids[16];
+  job jobs[16];
+  int64_t i;
+  ++hook_calls;
+  for (i = 0; i < parts; ++i) {
+    jobs[i].task = task; jobs[i].context = context; jobs[i].part = i;
+    if (pthread_create(&ids[i], NULL, run_job, &jobs[i]) != 0) exit(9);
+  }
+  for (i = 0; i < parts; ++i) pthread_join(ids[i], NULL);
+}
+
+int main(int argc, char** argv) {
+  static float a[96 * 200], b[200 * 150], serial[96 * 150], threaded[96 * 150];
+  void* args[2] = {a, b};
+  void* results[1];
+  void* temp;
+  int i;
+  (void)argc;
+  if (posix_memalign(&temp, 64, mm_TEMP_SIZE) != 0) return 3;
+  for (i = 0; i < 96 * 200; ++i) a[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+  for (i = 0; i < 200 * 150; ++i) b[i] = (float)((i * 53) % 97) / 48.0f - 1.0f;
+  results[0] = serial;
+  mm(args, results, temp);                     /* default: one part, no hook */
+  mm_num_threads = atoi(argv[1]);
+  mm_parallel_for = parallel_for;
+  results[0] = threaded;
+  mm(args, results, temp);
+  for (i = 0; i < 96 * 150; ++i) if (serial[i] != threaded[i]) return 10;
+  printf("%d %.6f %.6f\n", hook_calls, serial[0], serial[96 * 150 - 1]);
+  free(temp);
+  return 0;
+}
+"""
+
+
+def test_parallel_for_hook_runs_the_parts_on_the_users_threads(tmp_path):
+    (tmp_path / "mm.hlo").write_text(MATMUL)
+    result = run_cli([str(tmp_path / "mm.hlo"), "-o", str(tmp_path / "mm")])
+    assert result.exit_code == 0, result.output
+    header = (tmp_path / "mm.h").read_text()
+    assert "extern int64_t mm_num_threads;" in header and "mm_parallel_for" in header
+    (tmp_path / "main.c").write_text(THREADED_MAIN)
+    exe = tmp_path / "main"
+    subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pthread", "-I", str(tmp_path),
+                    str(tmp_path / "main.c"), str(tmp_path / "mm.o"), "-lm", "-o", str(exe)], check=True)
+    a = ((np.arange(96 * 200) * 37) % 101 / 50.0 - 1.0).astype(np.float32).reshape(96, 200)
+    b = ((np.arange(200 * 150) * 53) % 97 / 48.0 - 1.0).astype(np.float32).reshape(200, 150)
+    want = a.astype(np.float64) @ b
+    for threads, calls in (("1", 0), ("3", 1)):
+        printed = subprocess.run([str(exe), threads], capture_output=True, text=True, check=True).stdout.split()
+        assert int(printed[0]) == calls
+        np.testing.assert_allclose([float(printed[1]), float(printed[2])], [want[0, 0], want[-1, -1]], rtol=1e-4)
+
+
 # -- targets and errors --------------------------------------------------------------------------
 
 def test_cross_target_object_is_aarch64_elf(tmp_path):
