@@ -37,7 +37,7 @@ def diagnose(text: str, filename: str = "<string>") -> Diagnosis:
     """Parse with recovery, check what was built, and drop follow-up errors."""
     module, parser = parse_module_with_recovery(text, filename)
     checker = _checker_diagnostics(module, text, parser) if module is not None else []
-    return Diagnosis(module, without_cascades(parser, text), checker)
+    return Diagnosis(module, without_cascades(parser, text, real_end_of_input_first=True), checker)
 
 
 def load_module(text: str, filename: str = "<string>", verify: bool = True) -> Module:
@@ -66,25 +66,48 @@ def _diagnostic_offset(d: Diagnostic) -> Optional[int]:
     return d.loc.offset if d.loc is not None else None
 
 
-def without_cascades(diagnostics: list, text: str, offset_of=_diagnostic_offset) -> list:
+def without_cascades(diagnostics: list, text: str, offset_of=_diagnostic_offset,
+                     real_end_of_input_first: bool = False) -> list:
     """Drop parser errors that only follow from another one.
 
-    'undefined instruction' for a name defined on a line that failed to parse, and
-    'unexpected end of input' after another syntax error (recovery blanked the lines
-    that would have closed the module). Works on anything with a `.message`; `offset_of`
-    gives an item's offset in `text` (the language server passes its own problems).
+    'undefined instruction' for a name defined on a line that failed to parse;
+    'unexpected end of input' after another error (recovery blanked the lines that
+    would have closed the module; with `real_end_of_input_first`, for the parser's own
+    list where syntax errors come first in file order, an end of input that is the first
+    diagnostic is kept: the '}' is really missing); and 'computation ... has no
+    instructions' when a syntax error inside its body blanked its only lines.
+    Works on anything with a `.message`; `offset_of` gives an item's offset in `text`
+    (the language server passes its own problems).
     """
     broken = [_line(text, offset_of(d)) for d in diagnostics
               if offset_of(d) is not None and not _UNDEFINED.match(d.message)]
     kept = []
-    for d in diagnostics:
+    for i, d in enumerate(diagnostics):
         m = _UNDEFINED.match(d.message)
         if m and any(re.match(rf"\s*(ROOT\s+)?%?{re.escape(m.group(1))}\s*=", line) for line in broken):
             continue
-        if d.message.startswith("unexpected end of input") and len(diagnostics) > 1:
+        if d.message.startswith("unexpected end of input") and len(diagnostics) > 1 and (
+                i > 0 or not real_end_of_input_first):
+            continue
+        if _EMPTY_COMPUTATION.match(d.message) and _error_inside_body(d, diagnostics, text, offset_of):
             continue
         kept.append(d)
     return kept
+
+
+_EMPTY_COMPUTATION = re.compile(r"computation '[^']*' has no instructions")
+_BODY_END = re.compile(r"^[ \t]*\}", re.M)
+
+
+def _error_inside_body(empty, diagnostics: list, text: str, offset_of) -> bool:
+    """Whether another error lies between an empty computation's header and its closing brace."""
+    start = offset_of(empty)
+    if start is None:
+        return False
+    end = _BODY_END.search(text, start)
+    end = end.start() if end else len(text)
+    return any(d is not empty and offset_of(d) is not None and start < offset_of(d) <= end
+               and not _UNDEFINED.match(d.message) for d in diagnostics)
 
 
 def _line_start(text: str, offset: int) -> int:

@@ -6,7 +6,10 @@ unicode, and nest braces/parentheses deeply. For every input, parse_module
 (and the checker, when a module parses) must either succeed or raise HloError
 -- never another exception -- within the per-input time limit.
 
-The default run tries ~1500 inputs; the slow run (-m slow) tries 20,000.
+The default run tries ~1500 inputs; the slow run (-m slow) tries 20,000. A third
+run drives what the tools call (hlo.loading.diagnose: parse with recovery, then check
+the partly built module) over these seeds and the checker's valid modules, which use
+every opcode.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from hlo.parser import clear_parse_cache, parse_module
 from hlo.printer import format_module
 
 SEEDS = sorted((Path(__file__).resolve().parent.parent / "data" / "parser").glob("*.hlo"))
+CHECKER_SEEDS = sorted((Path(__file__).resolve().parent.parent / "checker" / "data" / "valid").glob("*.hlo"))
 TIME_LIMIT = 2.0
 _TOKEN = re.compile(r'%?[A-Za-z0-9_.\-]+|"(?:\\.|[^"\\])*"|\s+|.', re.S)
 _PUNCT = list("{}()[],=:*?#<>-/\"%") + ["->", "<=", "/*", "*/", "//", "...", "{...}", "\n", "ROOT", "ENTRY",
@@ -119,3 +123,27 @@ def test_fuzz_quick():
 @pytest.mark.slow
 def test_fuzz_thorough():
     fuzz(20000, seed=2)
+
+
+def run_one_loading(text: str) -> None:
+    from hlo.loading import diagnose
+    start = time.perf_counter()
+    try:
+        diagnosis = diagnose(text, "fuzz.hlo")
+        if diagnosis.diagnostics:
+            HloError(diagnosis.diagnostics).render()
+        elif diagnosis.module is not None:
+            format_module(diagnosis.module)
+    except Exception as exc:
+        raise AssertionError(f"{type(exc).__name__}: {exc} on input:\n{text[:2000]}") from exc
+    elapsed = time.perf_counter() - start
+    assert elapsed < TIME_LIMIT, f"took {elapsed:.2f}s on input:\n{text[:2000]}"
+
+
+def test_fuzz_loading_with_recovery():
+    rng = random.Random(3)
+    seeds = [p.read_text() for p in SEEDS + CHECKER_SEEDS]
+    assert len(seeds) > len(SEEDS), "no seed modules in tests/checker/data/valid"
+    for _ in range(2000):
+        run_one_loading(mutate(rng.choice(seeds), rng))
+    clear_parse_cache()
