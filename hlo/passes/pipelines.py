@@ -37,6 +37,7 @@ PIPELINE_SPECS: dict[str, Spec] = {
         SIMPLIFY,
         "flatten-call-graph",
         "fusion",
+        "multi-output-fusion",
         "dce",
     ],
     # Simplification only: no expansion, no fusion.
