@@ -18,7 +18,7 @@ from typing import Callable
 
 import click
 
-from hlo.diagnostics import HloError
+from hlo.diagnostics import HloError, SourceFile, error
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70
@@ -68,7 +68,12 @@ def read_text(path: str) -> tuple[str, str]:
     try:
         return path, data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+        # Located like any other error: the line as far as it decodes, the caret on the bad byte.
+        before = data[:exc.start].decode("utf-8", errors="replace")
+        shown = data.decode("utf-8", errors="replace")
+        offset = len(before)
+        raise error(f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                    SourceFile(path, shown).loc(offset)) from None
 
 
 def write_atomic(path: str, data: bytes | str, inputs=()) -> None:
@@ -80,16 +85,21 @@ def write_atomic(path: str, data: bytes | str, inputs=()) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         raise
 
 

@@ -104,6 +104,26 @@ def test_binary_input_is_a_user_error(tmp_path):
     assert "not UTF-8" in result.output
 
 
+def test_a_bad_byte_is_located_with_a_caret(tmp_path):
+    src = tmp_path / "bad.hlo"
+    src.write_bytes(b"HloModule m\nENTRY e {\n  %x = f32[] par\xffameter(0)\n}\n")
+    result = run([str(src)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == f"{src}:3:17: error: the file is not UTF-8 text: byte 0xff at offset 38"
+    assert lines[2].index("^") == lines[1].index("\ufffd")
+
+
+@pytest.mark.parametrize("where", ["missing-dir/out.hlo", "."])
+def test_an_unwritable_output_is_a_user_error(tmp_path, where):
+    src = tmp_path / "m.hlo"
+    src.write_text(VALID)
+    result = run([str(src), "-o", str(tmp_path / where)])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"error: cannot write {tmp_path / where}: ")
+    assert list(tmp_path.iterdir()) == [src]   # no temporary file left behind
+
+
 def test_internal_errors_exit_70(monkeypatch):
     import hlo_cli.hlo_opt as tool
 
