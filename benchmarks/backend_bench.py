@@ -283,7 +283,8 @@ def bench(name: str, text: str, args: list, references: dict[str, Callable], run
     return row
 
 
-def print_row(row: Row, xla_available: bool) -> None:
+def print_row(row: Row, xla_note: str) -> None:
+    """One line: our time, each numpy variant's with its ratio, XLA's (or why it is missing)."""
     parts = [f"{row.name:<10} ours {row.ours * 1e3:9.3f} ms"]
     for label, t in row.numpy_times.items():
         parts.append(f"{label} {t * 1e3:9.3f} ms  ratio {t / row.ours:5.2f}x")
@@ -292,8 +293,8 @@ def print_row(row: Row, xla_available: bool) -> None:
         parts.append(f"ours reused-out {row.ours_reused * 1e3:9.3f} ms  ratio {ratios}")
     if row.xla is not None:
         parts.append(f"xla {row.xla * 1e3:9.3f} ms  ratio {row.xla / row.ours:5.2f}x")
-    elif not xla_available:
-        parts.append("xla: jax not installed")
+    else:
+        parts.append(f"xla: {xla_note}")
     if row.work:
         parts.append(row.work)
     print(" | ".join(parts), flush=True)
@@ -405,11 +406,13 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not a measurement")
     parser.add_argument("--only", choices=WORKLOADS, help="run one workload")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="directory of NAME.hlo for 'compile'")
+    parser.add_argument("--no-xla", action="store_true", help="leave XLA:CPU out even when jax is installed")
     return parser.parse_args(argv)
 
 
 def pin_to_one_core() -> None:
-    """XLA:CPU starts a thread per core; pinning keeps every implementation on one core."""
+    """XLA:CPU starts a thread per core; pinning keeps every implementation on one core
+    (the 'threads' workload lifts it for its own threads)."""
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     except (AttributeError, OSError):
@@ -419,13 +422,17 @@ def pin_to_one_core() -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
-    xla = xla_compiler()
-    if xla is not None:
+    # Pinned before jax starts its client: threads inherit the affinity of the thread that
+    # creates them, so XLA's own thread pool stays on the one core too.
+    xla = None
+    if not args.no_xla:
         pin_to_one_core()
+        xla = xla_compiler()
     rng = np.random.default_rng(0)
     q = args.quick
     print(f"backend_bench: runs={args.runs} quick={q} OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
-          f"numpy {np.__version__} cores={os.cpu_count()} xla={'yes' if xla else 'jax not installed'}", flush=True)
+          f"numpy {np.__version__} cores={os.cpu_count()} "
+          f"xla={'yes' if xla else 'left out' if args.no_xla else 'jax not installed'}", flush=True)
     with tempfile.TemporaryDirectory(prefix="backend_bench_") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "workloads")  # never reuse or pollute the user's cache
         plan = {
@@ -440,7 +447,7 @@ def main(argv=None) -> int:
         for name, rows in plan.items():
             if args.only in (None, name):
                 for row in rows():
-                    print_row(row, xla is not None)
+                    print_row(row, "left out" if args.no_xla else "jax not installed")
         if args.only in (None, "compile"):
             print_compile_times(compile_times(args.corpus, Path(tmp) / "compile"))
     return 0

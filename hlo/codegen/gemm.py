@@ -164,33 +164,48 @@ def _fma(module: ir.Module, vty: ir.VectorType) -> ir.Function:
 
 
 def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
-    """ukernel(kc, rows, packed_b, c, ldc, m_valid, n_valid, accumulate):
-    C[0:m_valid, 0:n_valid] (+)= sum_k rows[i][k] * packed_b[k * NR + j]."""
+    """ukernel(ntaps, kc, rows, packed_b, c, ldc, m_valid, n_valid, accumulate):
+    C[0:m_valid, 0:n_valid] (+)= sum over taps u < ntaps and k < kc of
+    rows[u * MR + i][k] * packed_b[(u * kc + k) * NR + j]: the accumulators stay in
+    registers across taps (a convolution's window positions), C is updated once."""
     vty = ir.VectorType(t.scalar, t.vec)
-    fty = ir.FunctionType(VOID, [I64, PTR, PTR, PTR, I64, I64, I64, I1])
+    fty = ir.FunctionType(VOID, [I64, I64, PTR, PTR, PTR, I64, I64, I64, I1])
     fn = ir.Function(module, fty, name=f"hlo.gemm_ukernel.{_suffix(t.scalar)}")
     fn.linkage = "internal"
-    kc, rows, pb, c, ldc, mv, nv, accumulate = fn.args
+    ntaps, kc, rows, pb, c, ldc, mv, nv, accumulate = fn.args
     for arg in (rows, pb, c):
         arg.add_attribute("noalias")
     fma = _fma(module, vty)
-    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    entry, tap_loop, loop, tap_end, done = (fn.append_basic_block(n) for n in
+                                            ("entry", "tap", "loop", "tap_end", "done"))
     b = ir.IRBuilder(entry)
-    a_ptrs = [b.load(b.gep(rows, [_c(i)], source_etype=PTR), typ=PTR) for i in range(t.mr)]
     zero = ir.Constant(vty, [ir.Constant(t.scalar, 0.0)] * t.vec)
     nvec = t.nr // t.vec
-    b.branch(loop)
-    b.position_at_end(loop)
-    k = b.phi(I64, "k")
-    k.add_incoming(_c(0), entry)
-    accs = [[b.phi(vty, f"acc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
-    for row in accs:
+    b.branch(tap_loop)
+
+    b.position_at_end(tap_loop)   # per tap: its MR row pointers and packed rows
+    u = b.phi(I64, "u")
+    u.add_incoming(_c(0), entry)
+    outer = [[b.phi(vty, f"tacc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
+    for row in outer:
         for acc in row:
             acc.add_incoming(zero, entry)
+    first_row = b.mul(u, _c(t.mr))
+    a_ptrs = [b.load(b.gep(rows, [b.add(first_row, _c(i))], source_etype=PTR), typ=PTR) for i in range(t.mr)]
+    panel = b.gep(pb, [b.mul(b.mul(u, kc), _c(t.nr))], inbounds=True, source_etype=t.scalar)
+    b.branch(loop)
+
+    b.position_at_end(loop)
+    k = b.phi(I64, "k")
+    k.add_incoming(_c(0), tap_loop)
+    accs = [[b.phi(vty, f"acc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
+    for i in range(t.mr):
+        for j in range(nvec):
+            accs[i][j].add_incoming(outer[i][j], tap_loop)
     base = b.mul(k, _c(t.nr))
     bv = []
     for j in range(nvec):
-        p = b.gep(pb, [b.add(base, _c(j * t.vec))], inbounds=True, source_etype=t.scalar)
+        p = b.gep(panel, [b.add(base, _c(j * t.vec))], inbounds=True, source_etype=t.scalar)
         bv.append(b.load(p, typ=vty, align=t.elem_bytes * t.vec))
     undef = ir.Constant(vty, ir.Undefined)
     mask = ir.Constant(ir.VectorType(ir.IntType(32), t.vec), [0] * t.vec)
@@ -205,7 +220,15 @@ def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     for i in range(t.mr):
         for j in range(nvec):
             accs[i][j].add_incoming(new[i][j], body_end)
-    b.cbranch(b.icmp_signed("<", next_k, kc), loop, done)
+    b.cbranch(b.icmp_signed("<", next_k, kc), loop, tap_end)
+
+    b.position_at_end(tap_end)
+    next_u = b.add(u, _c(1), flags=["nuw", "nsw"])
+    u.add_incoming(next_u, tap_end)
+    for i in range(t.mr):
+        for j in range(nvec):
+            outer[i][j].add_incoming(new[i][j], tap_end)
+    b.cbranch(b.icmp_signed("<", next_u, ntaps), tap_loop, done)
 
     b.position_at_end(done)
     full_block, edge_block, exit_block = (fn.append_basic_block(n) for n in ("full", "edge", "exit"))
@@ -279,10 +302,15 @@ class _Range:
 
     def __exit__(self, *exc):
         b = self.loops.b
-        self.index.add_incoming(b.add(self.index, _c(self.step), flags=["nsw"]), b.block)
+        step = self.step if isinstance(self.step, ir.Value) else _c(self.step)
+        self.index.add_incoming(b.add(self.index, step, flags=["nsw"]), b.block)
         b.branch(self.header)
         b.position_at_end(self.done)
         return False
+
+
+def _ceil_div(b, x, y):
+    return b.sdiv(b.add(x, b.sub(y, _c(1))), y)
 
 
 def _smin(b, x, y):
@@ -290,7 +318,10 @@ def _smin(b, x, y):
 
 
 def _emit_driver(module: ir.Module, t: Tiling, kernel: ir.Function) -> ir.Function:
-    """gemm(M, N, taps, run, table, B, ldb, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B."""
+    """gemm(M, N, taps, run, table, B, ldb, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B.
+
+    K blocks: whole taps, as many as fit in KC, when a tap's run is shorter than KC (so the
+    micro-kernel keeps its sums in registers across them); otherwise KC-long pieces of one tap."""
     fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, PTR, I64, PTR, I64, I64])
     fn = ir.Function(module, fty, name=f"hlo.gemm.{_suffix(t.scalar)}")
     fn.linkage = "internal"
@@ -298,36 +329,51 @@ def _emit_driver(module: ir.Module, t: Tiling, kernel: ir.Function) -> ir.Functi
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     loops = _Loops(fn, b)
-    rows_ty = ir.ArrayType(PTR, t.mr)
+    max_taps = max(t.kc, 1)
+    rows_ty = ir.ArrayType(PTR, t.mr * max_taps)
     rows = b.alloca(rows_ty, name="rows")
     sc = t.scalar
+    per_block = b.sdiv(_c(t.kc), run)
+    per_block = b.select(b.icmp_signed("<", per_block, _c(1)), _c(1), per_block)   # taps per K block
+    blocks = _ceil_div(b, taps, per_block)
+    per_block = _ceil_div(b, taps, blocks)   # the same number in every block: 3+3+3 taps, not 4+4+1
+    chunk = _smin(b, run, _c(t.kc))
     with loops.range(n1, "jc", start=n0, step=t.nc) as jc:
         nc = _smin(b, _c(t.nc), b.sub(n1, jc))
-        with loops.range(taps, "tap") as tap:
-            with loops.range(run, "pc", step=t.kc) as pc:
-                kc = _smin(b, _c(t.kc), b.sub(run, pc))
-                k0 = b.add(b.mul(tap, run), pc)
-                _pack_b(fn, b, t, pack, bmat, ldb, k0, kc, jc, nc)
-                first = b.and_(b.icmp_signed("==", tap, _c(0)), b.icmp_signed("==", pc, _c(0)))
+        with loops.range(taps, "tb", step=per_block) as t0:
+            ntaps = _smin(b, per_block, b.sub(taps, t0))
+            with loops.range(run, "pc", step=chunk) as pc:
+                kc = _smin(b, chunk, b.sub(run, pc))
+                depth = b.mul(ntaps, kc)
+                _pack_b(fn, b, t, pack, bmat, ldb, b.add(b.mul(t0, run), pc), depth, jc, nc)
+                first = b.and_(b.icmp_signed("==", t0, _c(0)), b.icmp_signed("==", pc, _c(0)))
                 accumulate = b.not_(first)
                 with loops.range(m, "ic", step=t.mc) as ic:
                     mc = _smin(b, _c(t.mc), b.sub(m, ic))
                     with loops.range(nc, "jr", step=t.nr) as jr:
                         nv = _smin(b, _c(t.nr), b.sub(nc, jr))
-                        panel = b.gep(pack, [b.mul(jr, kc)], inbounds=True, source_etype=sc)
+                        panel = b.gep(pack, [b.mul(jr, depth)], inbounds=True, source_etype=sc)
                         with loops.range(mc, "ir", step=t.mr) as ir_:
                             row0 = b.add(ic, ir_)
                             mv = _smin(b, _c(t.mr), b.sub(mc, ir_))
-                            for i in range(t.mr):  # rows past the end repeat the last one (not stored)
-                                r = _smin(b, b.add(row0, _c(i)), b.sub(m, _c(1)))
-                                slot = b.gep(table, [b.add(b.mul(r, taps), tap)], source_etype=PTR)
-                                a = b.gep(b.load(slot, typ=PTR), [pc], inbounds=True, source_etype=sc)
-                                b.store(a, b.gep(rows, [_c(0), _c(i)]))
+                            _fill_rows(fn, b, t, rows, table, taps, t0, ntaps, pc, row0, m)
                             c = b.gep(cmat, [b.add(b.mul(row0, ldc), b.add(jc, jr))], inbounds=True,
                                       source_etype=sc)
-                            b.call(kernel, [kc, rows, panel, c, ldc, mv, nv, accumulate])
+                            b.call(kernel, [ntaps, kc, rows, panel, c, ldc, mv, nv, accumulate])
     b.ret_void()
     return fn
+
+
+def _fill_rows(fn, b, t: Tiling, rows, table, taps, t0, ntaps, pc, row0, m) -> None:
+    """rows[u * MR + i] = table[(row0 + i) * taps + t0 + u] + pc (rows past the end repeat the
+    last one: their sums are never stored)."""
+    loops = _Loops(fn, b)
+    with loops.range(ntaps, "fu") as u:
+        for i in range(t.mr):
+            r = _smin(b, b.add(row0, _c(i)), b.sub(m, _c(1)))
+            slot = b.gep(table, [b.add(b.mul(r, taps), b.add(t0, u))], source_etype=PTR)
+            a = b.gep(b.load(slot, typ=PTR), [pc], inbounds=True, source_etype=t.scalar)
+            b.store(a, b.gep(rows, [_c(0), b.add(b.mul(u, _c(t.mr)), _c(i))]))
 
 
 def _pack_b(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:
