@@ -76,7 +76,9 @@ class _ObjectCache:
 class JitExecutable:
     """A module compiled for the host; run(*arrays) returns the result leaves.
 
-    threads: how many threads large multiplies may use (default: every core)."""
+    threads: how many threads large multiplies may use (default: every core).
+    One executable has one temp buffer: calls of run() must not overlap (use one
+    executable per Python thread)."""
 
     NAME = "hlo_entry"
 
@@ -103,6 +105,15 @@ class JitExecutable:
         self._set_threads(self.threads)
         self._temp = _aligned_empty(lowered.temp_bytes)   # reused by every run
         self._kept_results = None
+        # What every run needs, made once: the pointer arrays the entry function reads, and
+        # which buffers are plain row-major (no transpose to or from the layout's order).
+        self._param_ptrs = (ctypes.c_void_p * max(len(lowered.params), 1))()
+        self._result_ptrs = (ctypes.c_void_p * max(len(lowered.results), 1))()
+        self._param_ptrs_address = ctypes.addressof(self._param_ptrs)
+        self._result_ptrs_address = ctypes.addressof(self._result_ptrs)
+        self._temp_address = _address(self._temp)
+        self._row_major_params = [_is_row_major(s) for s in lowered.params]
+        self._row_major_results = [_is_row_major(s) for s in lowered.results]
         self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
 
     def _set_threads(self, threads: int) -> None:
@@ -155,8 +166,7 @@ class JitExecutable:
         flat = _flatten(arrays)
         if len(flat) != len(self.lowered.params):
             raise ValueError(f"expected {len(self.lowered.params)} argument arrays, got {len(flat)}")
-        params = [np.ascontiguousarray(_physical(values_io.to_storage(a, s), s))
-                  for a, s in zip(flat, self.lowered.params)]
+        params = [_argument(a, s, row_major) for a, s, row_major in zip(flat, self.lowered.params, self._row_major_params)]
         if reuse_results:
             if self._kept_results is None:
                 self._kept_results = self._new_results()
@@ -167,14 +177,30 @@ class JitExecutable:
             for j, i in self.aliases.items():
                 if _donatable(params[i], flat[i], results[j]):
                     results[j] = params[i]
-        param_ptrs = (ctypes.c_void_p * max(len(params), 1))(*[a.ctypes.data for a in params])
-        result_ptrs = (ctypes.c_void_p * max(len(results), 1))(*[r.ctypes.data for r in results])
-        self._function(ctypes.addressof(param_ptrs), ctypes.addressof(result_ptrs), self._temp.ctypes.data)
-        return [_logical(r, s) for r, s in zip(results, self.lowered.results)]
-
+        for k, a in enumerate(params):
+            self._param_ptrs[k] = _address(a)
+        for k, r in enumerate(results):
+            self._result_ptrs[k] = _address(r)
+        self._function(self._param_ptrs_address, self._result_ptrs_address, self._temp_address)
+        return [r if row_major else _logical(r, s)
+                for r, s, row_major in zip(results, self.lowered.results, self._row_major_results)]
 
     def _new_results(self) -> list[np.ndarray]:
         return [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
+
+
+def _argument(value, shape, row_major: bool) -> np.ndarray:
+    """A caller's value as the dense buffer the entry function reads (no copy when it already is one)."""
+    array = values_io.to_storage(value, shape)
+    return np.ascontiguousarray(array if row_major else _physical(array, shape))
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _is_row_major(shape) -> bool:
+    return list(shape.minor_to_major()) == list(range(shape.rank - 1, -1, -1))
 
 
 def _donatable(param: np.ndarray, given, result: np.ndarray) -> bool:
