@@ -33,6 +33,7 @@ def run(module_or_text, *arrays, replicas: Optional[int] = None, partitions: Opt
     replicas/partitions default to the module's replica_count/num_partitions.
     per_device_inputs: one argument list per device (instead of `arrays` for all).
     infeed: arrays consumed in order by the infeed ops (each device gets a copy).
+    Text is checked first; a Module is taken as checked (hlo.check_module).
     Raises hlo.HloError for malformed modules, mismatched inputs and runtime errors.
     """
     module = _as_module(module_or_text)
@@ -53,7 +54,9 @@ def run(module_or_text, *arrays, replicas: Optional[int] = None, partitions: Opt
 
 
 def _as_module(module_or_text) -> Module:
+    """A Module as given (the caller has checked it), or text parsed and checked: a shape
+    written wrong would otherwise give a wrong answer instead of an error."""
     if isinstance(module_or_text, Module):
         return module_or_text
-    from ..parser import parse_module
-    return parse_module(module_or_text, "<module>")
+    from ..loading import load_module
+    return load_module(module_or_text, "<module>")

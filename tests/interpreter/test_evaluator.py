@@ -1129,3 +1129,16 @@ def test_run_api_replicas_and_partitions_keywords():
         run(API_MODULE, replicas=3, per_device_inputs=[[np.zeros(2, F32), np.float32(1)]] * 2)
     with pytest.raises(ValueError, match="either arrays or per_device_inputs"):
         run(API_MODULE, np.zeros(2, F32), np.float32(1), per_device_inputs=[[np.zeros(2, F32), np.float32(1)]])
+
+
+def test_run_api_checks_text_before_running_it():
+    text = """HloModule m
+ENTRY e {
+  a = s32[4] parameter(0)
+  z = s32[] constant(0)
+  ROOT p = s32[6] pad(a, z), padding=-1_1_1
+}
+"""
+    with pytest.raises(HloError) as info:
+        run(text, np.arange(4, dtype=np.int32))
+    assert "<module>:5:8: error: shape mismatch: 'pad' produces s32[7]" in info.value.render()
