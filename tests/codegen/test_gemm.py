@@ -221,3 +221,63 @@ def test_threads_give_identical_results(threads):
 def test_dot_property(m, k, n, lhs_t, rhs_t):
     text = dot_module(m, k, n, lhs_layout="{0,1}" if lhs_t else "{1,0}", rhs_layout="{0,1}" if rhs_t else "{1,0}")
     check(text, rand(np.float32, m, k), rand(np.float32, k, n, seed=1), options=(RAW,))
+
+
+def winograd_plan(text):
+    return top_level_plan(parse_module(text, "w.hlo").entry.root, None)
+
+
+@pytest.mark.parametrize("hw,window,out_hw", [
+    ((12, 10), "size=3x3 pad=1_1x1_1", (12, 10)),   # whole tiles
+    ((11, 9), "size=3x3 pad=1_1x1_1", (11, 9)),     # the last tile row and column half outside
+    ((12, 10), "size=3x3", (10, 8)),                # no padding
+    ((12, 10), "size=3x3 pad=2_0x0_2", (12, 10)),   # uneven padding
+    ((12, 10), "size=3x3 pad=-1_1x1_-1", (10, 8)),  # negative padding crops the input
+])
+def test_winograd_convolutions(hw, window, out_hw):
+    h, w = hw
+    text = conv_module(2, h, w, 16, 3, 3, 24, window, out_hw=out_hw)
+    assert winograd_plan(text).winograd is not None
+    check(text, rand(np.float32, 2, h, w, 16), rand(np.float32, 3, 3, 16, 24, seed=1), rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_in_other_layouts_and_types():
+    import ml_dtypes
+    nchw = """HloModule m
+ENTRY e {
+  x = f32[1,16,9,9] parameter(0)
+  k = f32[32,16,3,3] parameter(1)
+  ROOT y = f32[1,32,9,9] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}
+"""
+    assert winograd_plan(nchw).winograd is not None
+    check(nchw, rand(np.float32, 1, 16, 9, 9), rand(np.float32, 32, 16, 3, 3, seed=1), rtol=1e-4, atol=1e-4)
+    for t, dtype, tol in (("f64", np.float64, 1e-12), ("bf16", ml_dtypes.bfloat16, 3e-2)):
+        text = conv_module(1, 8, 8, 16, 3, 3, 16, "size=3x3 pad=1_1x1_1", out_hw=(8, 8), t=t)
+        assert winograd_plan(text).winograd is not None
+        check(text, rand(dtype, 1, 8, 8, 16), rand(dtype, 3, 3, 16, 16, seed=1), rtol=tol, atol=tol)
+
+
+def test_winograd_convolution_with_a_fused_bias_and_relu():
+    text = """HloModule m
+ENTRY e {
+  x = f32[1,10,10,16] parameter(0)
+  k = f32[3,3,16,32] parameter(1)
+  bias = f32[32] parameter(2)
+  c = f32[1,10,10,32] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  bb = f32[1,10,10,32] broadcast(bias), dimensions={3}
+  s = f32[1,10,10,32] add(c, bb)
+  z = f32[] constant(0)
+  zb = f32[1,10,10,32] broadcast(z), dimensions={}
+  ROOT r = f32[1,10,10,32] maximum(s, zb)
+}
+"""
+    assert "hlo.gemm_ukernel" in lower_module(parse_module(text, "w.hlo"), CodegenOptions()).llvm_ir
+    check(text, rand(np.float32, 1, 10, 10, 16), rand(np.float32, 3, 3, 16, 32, seed=1), rand(np.float32, 32, seed=2),
+          rtol=1e-4, atol=1e-4, options=(CodegenOptions(),))
+
+
+def test_few_channels_or_strides_keep_the_direct_method():
+    assert winograd_plan(conv_module(1, 12, 12, 8, 3, 3, 24, "size=3x3 pad=1_1x1_1", out_hw=(12, 12))).winograd is None
+    assert winograd_plan(conv_module(1, 12, 12, 16, 3, 3, 24, "size=3x3 stride=2x2 pad=1_1x1_1",
+                                     out_hw=(6, 6))).winograd is None
