@@ -115,6 +115,8 @@ class JitExecutable:
         self._row_major_params = [_is_row_major(s) for s in lowered.params]
         self._row_major_results = [_is_row_major(s) for s in lowered.results]
         self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
+        self._entry_shapes = [p.shape for p in sorted(module.entry.parameters,
+                                                      key=lambda p: p.attrs["parameter_number"])]
 
     def _set_threads(self, threads: int) -> None:
         """Point the module's parallel-for hook at the pthread runner (gemm.py, parallel.py)."""
@@ -163,10 +165,11 @@ class JitExecutable:
         With reuse_results=True the result arrays of the previous such call are written
         again instead of fresh ones (no new pages to fault in on every run): the caller
         allows that the arrays it got last time are overwritten."""
-        flat = _flatten(arrays)
-        if len(flat) != len(self.lowered.params):
-            raise ValueError(f"expected {len(self.lowered.params)} argument arrays, got {len(flat)}")
-        params = [_argument(a, s, row_major) for a, s, row_major in zip(flat, self.lowered.params, self._row_major_params)]
+        if len(arrays) != len(self._entry_shapes):
+            raise ValueError(f"expected {len(self._entry_shapes)} arguments, got {len(arrays)}")
+        flat = [leaf for value, shape in zip(arrays, self._entry_shapes) for leaf in _leaves(value, shape)]
+        params = [_argument(a, s, row_major, k)
+                  for k, (a, s, row_major) in enumerate(zip(flat, self.lowered.params, self._row_major_params))]
         if reuse_results:
             if self._kept_results is None:
                 self._kept_results = self._new_results()
@@ -189,9 +192,12 @@ class JitExecutable:
         return [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
 
 
-def _argument(value, shape, row_major: bool) -> np.ndarray:
+def _argument(value, shape, row_major: bool, number: int) -> np.ndarray:
     """A caller's value as the dense buffer the entry function reads (no copy when it already is one)."""
     array = values_io.to_storage(value, shape)
+    if not isinstance(array, np.ndarray) or array.shape != tuple(shape.dims) or array.dtype != shape.element_type.dtype:
+        given = f"{array.dtype}{list(array.shape)}" if isinstance(array, np.ndarray) else type(value).__name__
+        raise ValueError(f"argument leaf {number}: expected {shape}, got {given}")
     return np.ascontiguousarray(array if row_major else _physical(array, shape))
 
 
@@ -214,14 +220,14 @@ def _stub_ir(name: str) -> str:
     return f"define void @{name}(ptr %0, ptr %1, ptr %2) {{\n  ret void\n}}\n"
 
 
-def _flatten(arrays) -> list:
-    out = []
-    for a in arrays:
-        if isinstance(a, (tuple, list)):
-            out.extend(_flatten(a))
-        else:
-            out.append(a)
-    return out
+def _leaves(value, shape) -> list:
+    """The array leaves of one argument: a tuple parameter takes a tuple (or list) of its elements,
+    depth-first; an array parameter takes an array, a list of numbers or a number."""
+    if not shape.is_tuple:
+        return [value]
+    if not isinstance(value, (tuple, list)) or len(value) != len(shape.tuple_shapes):
+        raise ValueError(f"expected a tuple of {len(shape.tuple_shapes)} values for a {shape} parameter")
+    return [leaf for v, s in zip(value, shape.tuple_shapes) for leaf in _leaves(v, s)]
 
 
 def _aligned_empty(size: int) -> np.ndarray:

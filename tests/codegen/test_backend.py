@@ -738,3 +738,31 @@ def test_compile_object_for_host_and_cross_target():
     arm = CodegenOptions(triple="aarch64-unknown-linux-gnu")
     obj = compile_object(lower_module(module, arm), arm)
     assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == 183  # EM_AARCH64
+
+
+def test_run_takes_lists_for_arrays_and_tuples_for_tuple_parameters():
+    text = """HloModule m
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT o = f32[] add(p, q)
+}
+ENTRY e {
+  t = (f32[2], s32[]) parameter(0)
+  v = f32[3] parameter(1)
+  a = f32[2] get-tuple-element(t), index=0
+  z = f32[] constant(0)
+  s = f32[] reduce(v, z), dimensions={0}, to_apply=add
+  sb = f32[2] broadcast(s), dimensions={}
+  ROOT r = f32[2] add(a, sb)
+}
+"""
+    executable = JitExecutable(parse_module(text, "t.hlo"), RAW)
+    (got,) = executable.run(([1.0, 2.0], 7), [1, 2, 3])
+    np.testing.assert_array_equal(got, np.array([7.0, 8.0], np.float32))
+    with pytest.raises(ValueError, match="expected a tuple of 2 values"):
+        executable.run(np.zeros(2, np.float32), [1, 2, 3])
+    with pytest.raises(ValueError, match=r"argument leaf 0: expected f32\[2\]\{0\}, got float32\[\]"):
+        executable.run((1.0, 7), [1, 2, 3])
+    with pytest.raises(ValueError, match="expected 2 arguments"):
+        executable.run([1.0, 2.0])
