@@ -2110,8 +2110,8 @@ def _collective_reduce(op: _Op) -> Shape:
 
 def _async_computation(op: _Op):
     comp = op.inst.attrs.get("calls")
-    if comp is None and op.opcode != "async-start" and op.n and op.inst.operands[0].attrs.get("calls") is not None:
-        comp = op.inst.operands[0].attrs["calls"]
+    if comp is None and op.opcode != "async-start" and op.n:
+        comp = _started_computation(op.inst.operands[0])
     if comp is None:
         raise op.fail(f"'{op.opcode}' requires attribute 'calls='", attribute="calls")
     try:
@@ -2120,6 +2120,18 @@ def _async_computation(op: _Op):
         exc.attribute = "calls"
         raise
     return comp, params, result
+
+
+def _started_computation(inst):
+    """The computation an async chain runs: from the operand back through async-update to the start."""
+    seen = 0
+    while inst is not None and seen < 1000:
+        if inst.attrs.get("calls") is not None:
+            return inst.attrs["calls"]
+        if inst.opcode != "async-update" or not inst.operands:
+            return None
+        inst, seen = inst.operands[0], seen + 1
+    return None
 
 
 def _check_async_shape(op: _Op, shape: Shape, comp, params: list[Shape], result: Shape, what: str) -> None:

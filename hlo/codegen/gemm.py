@@ -11,12 +11,13 @@ one tap per row (table[m] = A + m * lda); a convolution has one tap per kernel w
 position, pointing at the input pixel's features (or at a row of zeros in the padding).
 So neither an im2col copy of the input nor a transposed copy of a row-major A is made.
 
-The driver loops BLIS-style: column blocks of NC, K blocks of at most KC (inside a tap),
-B's block packed into NR-wide panels (zero-padded), row blocks of MC, then MR x NR
-micro-tiles. The micro-kernel keeps MR x NR accumulators in vector registers and
-issues MR * NR / VEC fused multiply-adds per k for MR broadcast loads of A and NR / VEC
-vector loads of packed B. Tiles on the edges of C are computed whole into a stack tile
-and only their valid part is written.
+The driver loops BLIS-style: column blocks of NC; K blocks of at most KC (whole taps
+when a tap's run is shorter, else KC-long pieces of one tap); B's block packed into
+NR-wide panels (zero-padded); row blocks of MC; then MR x NR micro-tiles. The
+micro-kernel keeps MR x NR accumulators in vector registers across the taps of a K
+block and issues MR * NR / VEC fused multiply-adds per k for MR broadcast loads of A
+and NR / VEC vector loads of packed B. Tiles on the edges of C are computed whole into
+a stack tile and only their valid part is written.
 
 Threads: `gemm_parallel` splits the columns of C into as many parts as the module's
 `<entry>_num_threads` global says (1 unless the caller sets it), and runs them through
@@ -187,9 +188,7 @@ def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     u = b.phi(I64, "u")
     u.add_incoming(_c(0), entry)
     outer = [[b.phi(vty, f"tacc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
-    for row in outer:
-        for acc in row:
-            acc.add_incoming(zero, entry)
+    _add_incoming(outer, [[zero] * nvec] * t.mr, entry)
     first_row = b.mul(u, _c(t.mr))
     a_ptrs = [b.load(b.gep(rows, [b.add(first_row, _c(i))], source_etype=PTR), typ=PTR) for i in range(t.mr)]
     panel = b.gep(pb, [b.mul(b.mul(u, kc), _c(t.nr))], inbounds=True, source_etype=t.scalar)
@@ -199,9 +198,7 @@ def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     k = b.phi(I64, "k")
     k.add_incoming(_c(0), tap_loop)
     accs = [[b.phi(vty, f"acc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
-    for i in range(t.mr):
-        for j in range(nvec):
-            accs[i][j].add_incoming(outer[i][j], tap_loop)
+    _add_incoming(accs, outer, tap_loop)
     base = b.mul(k, _c(t.nr))
     bv = []
     for j in range(nvec):
@@ -217,17 +214,13 @@ def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     next_k = b.add(k, _c(1), flags=["nuw", "nsw"])
     body_end = b.block
     k.add_incoming(next_k, body_end)
-    for i in range(t.mr):
-        for j in range(nvec):
-            accs[i][j].add_incoming(new[i][j], body_end)
+    _add_incoming(accs, new, body_end)
     b.cbranch(b.icmp_signed("<", next_k, kc), loop, tap_end)
 
     b.position_at_end(tap_end)
     next_u = b.add(u, _c(1), flags=["nuw", "nsw"])
     u.add_incoming(next_u, tap_end)
-    for i in range(t.mr):
-        for j in range(nvec):
-            outer[i][j].add_incoming(new[i][j], tap_end)
+    _add_incoming(outer, new, tap_end)
     b.cbranch(b.icmp_signed("<", next_u, ntaps), tap_loop, done)
 
     b.position_at_end(done)
@@ -263,6 +256,13 @@ def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     b.ret_void()
     _move_allocas_first(entry)
     return fn
+
+
+def _add_incoming(phis, values, block) -> None:
+    """phis[i][j] receives values[i][j] from block (the micro-tile's accumulators)."""
+    for phi_row, value_row in zip(phis, values):
+        for phi, value in zip(phi_row, value_row):
+            phi.add_incoming(value, block)
 
 
 def _move_allocas_first(block: ir.Block) -> None:

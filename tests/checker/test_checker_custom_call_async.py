@@ -104,3 +104,14 @@ def test_custom_call_result_is_authoritative(check):
   ROOT %c = (f32[7,7], u8[]) custom-call(%x), custom_call_target="anything", api_version=API_VERSION_TYPED_FFI
 }
 """) == []
+
+
+def test_async_update_and_done_take_the_computation_of_their_start(check):
+    assert check(H + BODY + """ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %s = ((f32[4]), f32[4], s32[]) async-start(%x), calls=%body
+  %u = ((f32[4]), f32[4], s32[]) async-update(%s)
+  %v = ((f32[4]), f32[4], s32[]) async-update(%u)
+  ROOT %d = f32[4] async-done(%v)
+}
+""") == []

@@ -173,8 +173,8 @@ def test_bitcast_with_default_layouts_is_reshape_and_may_change_type():
 def test_bitcast_that_changes_the_byte_size_is_a_located_error():
     text = module("""  x = f32[4] parameter(0)
   ROOT b = f32[5] bitcast(x)""")
-    with pytest.raises(HloError) as info:
-        run(text, np.zeros(4, F32))
+    with pytest.raises(HloError) as info:   # a Module is run unchecked: the interpreter's own error
+        run(parse_module(text, "<module>"), np.zeros(4, F32))
     assert info.value.message.startswith("bitcast failed")
     assert_located(info.value, text, "bitcast(x)")
 
