@@ -1210,11 +1210,48 @@ class _Builder:
             self.required_attributes(inst, rec, wrapped_attr_specs(opcode), ())
         if sugar is not None:
             self.expand_async_sugar(inst, sugar, comp)
+        if opcode == "select" and ok and _legacy_select(inst):
+            inst = self.canonical_select(inst, comp, scope)
         comp.add(inst)
         scope[name] = inst
         if inst.shape is None and ok:
             self.infer_shape(inst)
         return inst
+
+    # Old dumps (and XLA's builder) allow a scalar predicate selecting whole arrays, and tuple
+    # operands; the verifier no longer does. They become a broadcast predicate and one select
+    # per tuple element (ops-2, Select), so everything after the parser sees strict HLO.
+    def canonical_select(self, inst: Instruction, comp: Computation, scope: dict) -> Instruction:
+        pred, on_true, on_false = inst.operands
+        for op in list(inst.operands):
+            op.users.remove(inst)
+        inst.operands = []
+        return self.select_of(pred, on_true, on_false, inst, comp, scope, name=inst.name)
+
+    def select_of(self, pred, on_true, on_false, like: Instruction, comp: Computation, scope: dict,
+                  name: Optional[str] = None) -> Instruction:
+        """select(pred, on_true, on_false) in strict form; the result is named `name` (and left for
+        the caller to add) when given, every other new instruction gets a generated name."""
+        def add(opcode, shape, operands, attrs=None, final_name=None):
+            new = Instruction(final_name or _nested_name(opcode, scope), opcode, shape, operands, attrs or {},
+                              loc=like.loc)
+            if final_name is None:
+                comp.add(new)
+                scope[new.name] = new
+            return new
+
+        shape = on_true.shape
+        if shape.is_tuple:
+            parts = []
+            for k, sub in enumerate(shape.tuple_shapes):
+                t = add("get-tuple-element", sub, [on_true], {"index": k})
+                f = add("get-tuple-element", on_false.shape.tuple_shapes[k], [on_false], {"index": k})
+                parts.append(self.select_of(pred, t, f, like, comp, scope))
+            return add("tuple", shape, parts, final_name=name)
+        if pred.shape.rank == 0 and shape.rank > 0:
+            pred = add("broadcast", Shape.array(pred.shape.element_type, shape.dims).with_default_layouts(), [pred],
+                       {"dimensions": ()})
+        return add("select", shape, [pred, on_true, on_false], final_name=name)
 
     def undefined_operand(self, op: OperandRef, rec: InstrRec, later: dict) -> None:
         if op.name in later and later[op.name] > rec.pos:
@@ -1382,6 +1419,14 @@ class _Builder:
         except Exception as exc:  # a bug in shape inference must not escape as a non-HloError
             self.err(f"cannot infer the shape of '{inst.opcode}' (internal error: {type(exc).__name__}: {exc}); "
                      f"write the result shape", inst.loc.offset)
+
+
+def _legacy_select(inst: Instruction) -> bool:
+    """A select with a scalar predicate over arrays, or over tuples (see canonical_select)."""
+    if len(inst.operands) != 3 or any(op.shape is None for op in inst.operands):
+        return False
+    pred, on_true, _ = inst.operands
+    return on_true.shape.is_tuple or (pred.shape.is_array and pred.shape.rank == 0 and on_true.shape.rank > 0)
 
 
 def _nested_name(opcode: str, scope: dict) -> str:

@@ -174,7 +174,7 @@ def random_value(shape: Shape, rng: np.random.Generator):
     if shape.is_token:
         from .evaluator import TOKEN
         return TOKEN
-    return random_array(shape.element_type, tuple(shape.dims), rng)
+    return np.asarray(random_array(shape.element_type, tuple(shape.dims), rng))   # rank 0: an array, not a scalar
 
 
 def random_array(t: PrimitiveType, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

@@ -80,16 +80,16 @@ ENTRY %main (x: s32[4]) -> pred[4] {
 }
 """, ["4:52: compare type=UNSIGNED does not fit s32 operands; expected SIGNED"]),
 
-    "select with scalar predicate": ("""HloModule m
-ENTRY %main (p: pred[], x: f32[4], y: f32[4]) -> f32[4] {
-  %p = pred[] parameter(0)
+    "select predicate of other dimensions": ("""HloModule m
+ENTRY %main (p: pred[2], x: f32[4], y: f32[4]) -> f32[4] {
+  %p = pred[2] parameter(0)
   %x = f32[4] parameter(1)
   %y = f32[4] parameter(2)
   ROOT %s = f32[4] select(%p, %x, %y)
 }
 """, ["6:27: the predicate of 'select' must have the dimensions of its values (HLO has no implicit "
-      "broadcasting): operand 0 is pred[] but operand 1 is f32[4]",
-      "note 3:3: operand 0 is %p, defined here with shape pred[]"]),
+      "broadcasting): operand 0 is pred[2] but operand 1 is f32[4]",
+      "note 3:3: operand 0 is %p, defined here with shape pred[2]"]),
 
     "clamp bound shape": ("""HloModule m
 ENTRY %main (lo: f32[2], x: f32[4], hi: f32[]) -> f32[4] {

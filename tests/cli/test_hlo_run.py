@@ -402,3 +402,22 @@ ENTRY e {
     result = invoke([path, "--infeed", short])
     assert result.exit_code == 1 and "the infeed queue is empty (it needs a value of shape s32[])" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_random_inputs_for_scalar_parameters_of_every_kind(tmp_path, backend):
+    path = tmp_path / "scalars.hlo"
+    path.write_text("""HloModule m
+ENTRY e {
+  p = pred[] parameter(0)
+  x = f32[] parameter(1)
+  y = f32[] parameter(2)
+  i = s32[] parameter(3)
+  s = f32[] select(p, x, y)
+  c = f32[] convert(i)
+  ROOT r = f32[] add(s, c)
+}
+""")
+    result = invoke([path, "--random-inputs", "--seed", "5", "--backend", backend])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("f32[] ")

@@ -473,3 +473,37 @@ def test_metadata_and_backend_config_on_a_pred_constant_with_escapes():
     assert root(m).metadata.get("op_name") == "\"it's here\n"
     assert root(m).backend_config == 'foo" bar'
     assert 'source_line=68}, backend_config="foo\\" bar"' in text
+
+
+LEGACY_SELECT = """HloModule m
+ENTRY e {
+  p = pred[] parameter(0)
+  a = f32[3] parameter(1)
+  b = f32[3] parameter(2)
+  s = f32[3] select(p, a, b)
+  t = (f32[3], s32[]) parameter(3)
+  u = (f32[3], s32[]) parameter(4)
+  ts = (f32[3], s32[]) select(p, t, u)
+  ROOT r = (f32[3], (f32[3], s32[])) tuple(s, ts)
+}
+"""
+
+
+def test_select_with_a_scalar_predicate_or_tuples_is_canonicalised():
+    # Old dumps and XLA's builder allow both; the module read is strict HLO (ops-2, Select).
+    module = parse_module(LEGACY_SELECT, "legacy.hlo")
+    check_module(module)
+    text = format_module(module)
+    assert "%broadcast.anon = pred[3]{0} broadcast(%p), dimensions={}" in text
+    assert "%s = f32[3]{0} select(%broadcast.anon, %a, %b)" in text
+    assert "%select.anon.1 = s32[] select(%p, %get-tuple-element.anon.2, %get-tuple-element.anon.3)" in text
+    assert "%ts = (f32[3]{0}, s32[]) tuple(%select.anon, %select.anon.1)" in text
+    assert format_module(parse_module(text, "again.hlo")) == text
+    import hlo
+    a, b = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
+    t, u = (a * 10, np.int32(7)), (b * 10, np.int32(8))
+    for p, want in ((True, (a, a * 10, 7)), (False, (b, b * 10, 8))):
+        s, ts0, ts1 = hlo.run(module, np.bool_(p), a, b, t, u)
+        np.testing.assert_array_equal(s, want[0])
+        np.testing.assert_array_equal(ts0, want[1])
+        assert ts1 == want[2]
