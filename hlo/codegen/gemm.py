@@ -111,10 +111,12 @@ class GemmLibrary:
              flops: float) -> None:
         """C (m x n, row stride ldc) = A (through table: taps runs of `run`) x B (row stride ldb).
 
+        m may be a run-time i64 value; flops is then an estimate (it picks the threaded path).
         pack: 64-byte aligned scratch of pack_bound(bytes, n, taps * run, MAX_THREADS or 1 when
         flops < PARALLEL_FLOPS)."""
         t = self.tiling(scalar)
-        args = [_c(m), _c(n), _c(taps), _c(run), table, bmat, _c(ldb), cmat, _c(ldc)]
+        rows = m if isinstance(m, ir.Value) else _c(m)
+        args = [rows, _c(n), _c(taps), _c(run), table, bmat, _c(ldb), cmat, _c(ldc)]
         if flops >= PARALLEL_FLOPS:
             region = _round64(t.pack_bytes(n, taps * run))
             b.call(self._parallel(scalar), args + [pack, _c(region)])

@@ -14,9 +14,10 @@ the same FMA units. Rounding differs from a direct sum (the transforms add and s
 by 0.5) by a few ulps of the inputs' magnitude, well within float tolerances.
 
 Steps (scratch regions named as in `parts`): the input copied zero-padded ("padded",
-[n, 2*th+2, 2*tw+2, c]), its transform ("v", [16][tiles][c]), the kernel's transform
-("u", [16][c][o]), the 16 products ("m", [16][tiles][o]) and the output transform into
-the canonical output [n, oh, ow, o].
+[n, 2*th+2, 2*tw+2, c]) and the kernel's transform ("u", [16][c][o]); then, for each
+chunk of at most CHUNK_TILES tiles, their transform ("v", [16][chunk][c]), the 16
+products ("m", [16][chunk][o]) and the output transform into the canonical output
+[n, oh, ow, o]. Chunks keep the scratch of a large input bounded (a few MiB a chunk).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from .types import PTR
 
 MIN_CHANNELS = 16      # fewer channels: the transforms cost more than the multiplies save
 MIN_OUTPUT = 4         # output rows and columns
+CHUNK_TILES = 2048     # tiles transformed and multiplied at a time: bounds the scratch of big inputs
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class WinogradShape:
         return self.batch * self.tiles_h * self.tiles_w
 
     @property
+    def chunk(self) -> int:
+        return min(self.tiles, CHUNK_TILES)
+
+    @property
     def padded_h(self) -> int:
         return 2 * self.tiles_h + 2
 
@@ -64,7 +70,7 @@ class WinogradShape:
         return 2 * self.tiles_w + 2
 
     def parts(self, elem_bytes: int) -> list[tuple[str, int]]:
-        t, c, o = self.tiles, self.channels, self.features
+        t, c, o = self.chunk, self.channels, self.features
         return [("padded", self.batch * self.padded_h * self.padded_w * c * elem_bytes),
                 ("v", 16 * t * c * elem_bytes), ("u", 16 * c * o * elem_bytes), ("m", 16 * t * o * elem_bytes),
                 ("table", 16 * t * 8)]
@@ -95,6 +101,7 @@ class WinogradEmitter:
 
     def __init__(self, lowering, gemm, scalar: ir.Type, scalar_name: str):
         self.low, self.gemm, self.scalar, self.scalar_name = lowering, gemm, scalar, scalar_name
+        self.scopes = _Scopes(lowering.llmod)
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -103,21 +110,28 @@ class WinogradEmitter:
     def emit(self, p, region, out) -> None:
         """p: the plan; region(name) -> pointer into its scratch; out: C (canonical [n, oh, ow, o])."""
         s: WinogradShape = p.winograd
+        b = self.b
         self.pad_input(p, s, region("padded"))
-        self.transform_input(s, region("padded"), region("v"))
         self.transform_kernel(p, s, region("u"))
-        self.multiply(s, region("v"), region("u"), region("m"), region("table"), region("pack"))
-        self.transform_output(s, region("m"), out)
+        self.fill_table(s, region("v"), region("table"))
+        with self.low.ctx.loop(s.tiles, "wchunk", step=s.chunk) as first:
+            count = b.select(b.icmp_signed("<", b.sub(const64(s.tiles), first), const64(s.chunk)),
+                             b.sub(const64(s.tiles), first), const64(s.chunk))
+            self.transform_input(s, first, count, region("padded"), region("v"))
+            self.multiply(s, count, region("u"), region("m"), region("table"), region("pack"))
+            self.transform_output(s, first, count, region("m"), out)
 
     # ---- helpers
     def _at(self, base, index):
         return self.b.gep(base, [index], inbounds=True, source_etype=self.scalar)
 
-    def _load(self, base, index):
-        return self.b.load(self._at(base, index), typ=self.scalar)
+    def _load(self, base, index, region: str = ""):
+        load = self.b.load(self._at(base, index), typ=self.scalar)
+        self.scopes.mark(load, region)
+        return load
 
-    def _store(self, value, base, index) -> None:
-        self.b.store(value, self._at(base, index))
+    def _store(self, value, base, index, region: str = "") -> None:
+        self.scopes.mark(self.b.store(value, self._at(base, index)), region)
 
     def _linear(self, index, sizes):
         b = self.b
@@ -154,22 +168,29 @@ class WinogradEmitter:
             value = b.select(inside, value, ir.Constant(self.scalar, 0.0))
             self._store(value, padded, self._linear((n, y, x, c), sizes))
 
-    def transform_input(self, s: WinogradShape, padded, v) -> None:
-        """v[4k + l][tile][c] = (B^T d B)[k][l] for the 4x4 patch d at the tile's corner."""
+    def tile_position(self, s: WinogradShape, tile):
+        """(n, ty, tx) of a linear tile number."""
         b = self.b
+        per_image = const64(s.tiles_h * s.tiles_w)
+        n, rest = b.sdiv(tile, per_image), b.srem(tile, per_image)
+        return n, b.sdiv(rest, const64(s.tiles_w)), b.srem(rest, const64(s.tiles_w))
+
+    def transform_input(self, s: WinogradShape, first, count, padded, v) -> None:
+        """v[4k + l][tile - first][c] = (B^T d B)[k][l] for the 4x4 patch d at the tile's corner."""
+        b, ctx = self.b, self.low.ctx
         psizes = [s.batch, s.padded_h, s.padded_w, s.channels]
-        with self.low.ctx.loop_nest([s.batch, s.tiles_h, s.tiles_w, s.channels]) as (n, ty, tx, c):
+        with ctx.loop(count, "wtile") as local:
+            n, ty, tx = self.tile_position(s, b.add(first, local))
             y0, x0 = b.mul(ty, const64(2)), b.mul(tx, const64(2))
-            d = [[self._load(padded, self._linear((n, b.add(y0, const64(i)), b.add(x0, const64(j)), c), psizes))
-                  for j in range(4)] for i in range(4)]
-            rows = _bt_rows(b, d)                                              # B^T d
-            cols = _bt_rows(b, [[rows[k][j] for k in range(4)] for j in range(4)])  # cols[l][k] = (B^T d B)[k][l]
-            tile = self._linear((n, ty, tx), [s.batch, s.tiles_h, s.tiles_w])
-            for k in range(4):
-                for l in range(4):
-                    xi = 4 * k + l
-                    index = b.add(b.mul(b.add(const64(xi * s.tiles), tile), const64(s.channels)), c)
-                    self._store(cols[l][k], v, index)
+            with ctx.loop(s.channels, "wc") as c:
+                d = [[self._load(padded, self._linear((n, b.add(y0, const64(i)), b.add(x0, const64(j)), c), psizes),
+                                 "padded") for j in range(4)] for i in range(4)]
+                rows = _bt_rows(b, d)                                              # B^T d
+                cols = _bt_rows(b, [[rows[k][j] for k in range(4)] for j in range(4)])  # cols[l][k] = (B^T d B)[k][l]
+                for k in range(4):
+                    for l in range(4):
+                        index = b.add(b.mul(b.add(const64((4 * k + l) * s.chunk), local), const64(s.channels)), c)
+                        self._store(cols[l][k], v, index, "v")
 
     def transform_kernel(self, p, s: WinogradShape, u) -> None:
         """u[4k + l][c][o] = (G g G^T)[k][l] for the 3x3 kernel g of channels (c, o)."""
@@ -210,35 +231,60 @@ class WinogradEmitter:
             out[3].append(g2)
         return out
 
-    def multiply(self, s: WinogradShape, v, u, m, table, pack) -> None:
-        """m[xi] = v[xi] x u[xi] for the 16 positions xi of a transformed tile."""
+    def fill_table(self, s: WinogradShape, v, table) -> None:
+        """table[xi * chunk + t] = row t of v[xi]: the rows the 16 multiplies read."""
         b = self.b
-        rows = 16 * s.tiles
-        with self.low.ctx.loop(rows, "wrow") as r:
+        with self.low.ctx.loop(16 * s.chunk, "wrow") as r:
             b.store(self._at(v, b.mul(r, const64(s.channels))), b.gep(table, [r], source_etype=PTR))
-        flops = 2.0 * s.tiles * s.channels * s.features
-        for xi in range(16):
-            t = b.gep(table, [const64(xi * s.tiles)], source_etype=PTR)
-            self.gemm.call(b, self.scalar, s.tiles, s.features, 1, s.channels, t,
-                           self._at(u, const64(xi * s.channels * s.features)), s.features,
-                           self._at(m, const64(xi * s.tiles * s.features)), s.features, pack, flops)
 
-    def transform_output(self, s: WinogradShape, m, out) -> None:
+    def multiply(self, s: WinogradShape, count, u, m, table, pack) -> None:
+        """m[xi] = v[xi] x u[xi] for the 16 positions xi of a transformed tile (count tiles)."""
+        b = self.b
+        flops = 2.0 * s.chunk * s.channels * s.features
+        for xi in range(16):
+            t = b.gep(table, [const64(xi * s.chunk)], source_etype=PTR)
+            self.gemm.call(b, self.scalar, count, s.features, 1, s.channels, t,
+                           self._at(u, const64(xi * s.channels * s.features)), s.features,
+                           self._at(m, const64(xi * s.chunk * s.features)), s.features, pack, flops)
+
+    def transform_output(self, s: WinogradShape, first, count, m, out) -> None:
         """out[n, 2ty + i, 2tx + j, o] = (A^T M A)[i][j] where it lies inside the output."""
         b, ctx = self.b, self.low.ctx
         osizes = [s.batch, s.out_h, s.out_w, s.features]
-        with ctx.loop_nest([s.batch, s.tiles_h, s.tiles_w, s.features]) as (n, ty, tx, o):
-            tile = self._linear((n, ty, tx), [s.batch, s.tiles_h, s.tiles_w])
-            mm = [[self._load(m, b.add(b.mul(b.add(const64((4 * k + l) * s.tiles), tile), const64(s.features)), o))
-                   for l in range(4)] for k in range(4)]
-            rows = _at_rows(b, mm)                                             # A^T M, 2 x 4
-            y = _at_rows(b, [[rows[i][l] for i in range(2)] for l in range(4)])  # y[j][i] = (A^T M A)[i][j]
-            for i in range(2):
-                for j in range(2):
-                    yy, xx = b.add(b.mul(ty, const64(2)), const64(i)), b.add(b.mul(tx, const64(2)), const64(j))
-                    inside = b.and_(b.icmp_signed("<", yy, const64(s.out_h)), b.icmp_signed("<", xx, const64(s.out_w)))
-                    with ctx.if_then(inside, "wout"):
-                        self._store(y[j][i], out, self._linear((n, yy, xx, o), osizes))
+        with ctx.loop(count, "wtile") as local:
+            n, ty, tx = self.tile_position(s, b.add(first, local))
+            with ctx.loop(s.features, "wo") as o:
+                mm = [[self._load(m, b.add(b.mul(b.add(const64((4 * k + l) * s.chunk), local),
+                                                 const64(s.features)), o), "m") for l in range(4)] for k in range(4)]
+                rows = _at_rows(b, mm)                                             # A^T M, 2 x 4
+                y = _at_rows(b, [[rows[i][l] for i in range(2)] for l in range(4)])  # y[j][i] = (A^T M A)[i][j]
+                for i in range(2):
+                    for j in range(2):
+                        yy, xx = b.add(b.mul(ty, const64(2)), const64(i)), b.add(b.mul(tx, const64(2)), const64(j))
+                        inside = b.and_(b.icmp_signed("<", yy, const64(s.out_h)),
+                                        b.icmp_signed("<", xx, const64(s.out_w)))
+                        with ctx.if_then(inside, "wout"):
+                            self._store(y[j][i], out, self._linear((n, yy, xx, o), osizes), "out")
+
+
+class _Scopes:
+    """Scoped no-alias metadata for the transforms: their loads and stores touch distinct
+    regions (padded -> v, m -> out), which LLVM cannot prove once the tile range of a chunk
+    is a run-time value; without it the channel loops would not vectorise."""
+
+    REGIONS = ("padded", "v", "m", "out")
+
+    def __init__(self, module: ir.Module):
+        domain = module.add_metadata([ir.MetaDataString(module, "hlo.winograd")])
+        scopes = {r: module.add_metadata([ir.MetaDataString(module, f"hlo.winograd.{r}"), domain])
+                  for r in self.REGIONS}
+        self.own = {r: module.add_metadata([scopes[r]]) for r in self.REGIONS}
+        self.others = {r: module.add_metadata([scopes[o] for o in self.REGIONS if o != r]) for r in self.REGIONS}
+
+    def mark(self, instruction, region: str) -> None:
+        if region:
+            instruction.set_metadata("alias.scope", self.own[region])
+            instruction.set_metadata("noalias", self.others[region])
 
 
 def _bt_rows(b, d):

@@ -281,3 +281,12 @@ def test_few_channels_or_strides_keep_the_direct_method():
     assert winograd_plan(conv_module(1, 12, 12, 8, 3, 3, 24, "size=3x3 pad=1_1x1_1", out_hw=(12, 12))).winograd is None
     assert winograd_plan(conv_module(1, 12, 12, 16, 3, 3, 24, "size=3x3 stride=2x2 pad=1_1x1_1",
                                      out_hw=(6, 6))).winograd is None
+
+
+def test_winograd_in_several_chunks_of_tiles():
+    from hlo.codegen.winograd import CHUNK_TILES
+    text = conv_module(1, 100, 98, 16, 3, 3, 16, "size=3x3 pad=1_1x1_1", out_hw=(100, 98))
+    shape = winograd_plan(text).winograd
+    assert shape.tiles > CHUNK_TILES and shape.tiles % CHUNK_TILES   # two chunks, the last one partial
+    check(text, rand(np.float32, 1, 100, 98, 16), rand(np.float32, 3, 3, 16, 16, seed=1), rtol=1e-4, atol=1e-4,
+          options=(RAW,))
