@@ -36,6 +36,7 @@ from ..attributes import ConvDims, DotDims
 from ..ir import Instruction
 from ..shapes import Shape, primitive_type
 from . import scalar_ops
+from .buffers import Buffer
 from .elemental import const64, major_to_minor
 from .gemm import MAX_THREADS, PARALLEL_FLOPS, pack_bound
 from .types import F32, F64, PTR, linear_offset, load_element, store_element
@@ -245,16 +246,16 @@ class ContractionEmitter:
         return self.low.b
 
     def emit_top_level(self, inst: Instruction, value) -> bool:
-        dest = value.shape if hasattr(value, "shape") and not isinstance(value, tuple) else None
-        p = top_level_plan(inst, dest)
+        if not isinstance(value, Buffer):
+            return False
+        p = top_level_plan(inst, value.shape)
         if p is None:
             return False
         scratch = self.low.pointer(self.low.a.scratch[id(inst)])
         out = self.low.pointer(value)
         self.emit(p, scratch, out)
         if not p.out_direct:
-            c, shape = self.c_pointer(p, scratch, out), p.canonical_output()
-            self.low.store_loop(inst.shape, out, lambda index: self.load_c(p, c, shape, index))
+            self.low.store_loop(inst.shape, out, self.reader(p, self.c_pointer(p, scratch, out)))
         return True
 
     def emit_fused(self, fusion: Instruction, value) -> bool:
@@ -272,19 +273,21 @@ class ContractionEmitter:
             self.emit(p, region, out)
             if p.out_direct and p.inst is root:
                 continue
-            c, shape = self.c_pointer(p, region, out), p.canonical_output()
-            self.low.elem.bindings[id(p.inst)] = (lambda p, c, shape: lambda index: self.load_c(p, c, shape, index))(
-                p, c, shape)
+            self.low.elem.bindings[id(p.inst)] = self.reader(p, self.c_pointer(p, region, out))
         return any(p.out_direct and p.inst is root for p in plans)
 
     # ---- pieces
     def c_pointer(self, p: Plan, scratch, out):
         return out if p.out_direct else self._at(scratch, p.offsets["c"])
 
-    def load_c(self, p: Plan, c, shape: Shape, index):
-        order = output_order(p.inst)
-        value = load_element(self.b, c, shape, tuple(index[d] for d in order))
-        return scalar_ops.convert(self.b, value, primitive_type(p.scalar), p.inst.shape.element_type)
+    def reader(self, p: Plan, c):
+        """index -> the contraction's element at a logical output index, read from C."""
+        shape, order = p.canonical_output(), output_order(p.inst)
+
+        def read(index):
+            value = load_element(self.b, c, shape, tuple(index[d] for d in order))
+            return scalar_ops.convert(self.b, value, primitive_type(p.scalar), p.inst.shape.element_type)
+        return read
 
     def _at(self, base, offset: int):
         return self.b.gep(base, [const64(offset)], source_etype=ir.IntType(8))
