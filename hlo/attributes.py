@@ -48,6 +48,13 @@ class DotDims:
         return DotDims(tuple(a.get("lhs_batch_dims", ())), tuple(a.get("lhs_contracting_dims", ())),
                        tuple(a.get("rhs_batch_dims", ())), tuple(a.get("rhs_contracting_dims", ())))
 
+    def lhs_free(self, rank: int) -> list[int]:
+        """The lhs dimensions that are neither batch nor contracting, in order."""
+        return [d for d in range(rank) if d not in self.lhs_batch and d not in self.lhs_contracting]
+
+    def rhs_free(self, rank: int) -> list[int]:
+        return [d for d in range(rank) if d not in self.rhs_batch and d not in self.rhs_contracting]
+
 
 def _spatial_label(c: str, num_spatial: int, part: str) -> int:
     k = ord(c) - ord("0")

@@ -112,8 +112,12 @@ def output_order(inst: Instruction) -> list[int]:
 
 
 def conv_dims(inst: Instruction) -> ConvDims:
-    cd = inst.attrs["dim_labels"]
-    return cd if isinstance(cd, ConvDims) else ConvDims.parse(str(cd))
+    return inst.attrs["dim_labels"]   # the parser has made it a ConvDims
+
+
+def kernel_order(cd: ConvDims) -> list[int]:
+    """The kernel's dims as B's rows and columns: window positions, input feature, output feature."""
+    return [*cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature]
 
 
 def _scalar_of(inst: Instruction) -> Optional[str]:
@@ -156,8 +160,8 @@ def _in_place(source: Optional[Instruction], scalar: str, minor_first: list[int]
 def _dot_plan(inst, scalar, sources) -> Optional[Plan]:
     lhs, rhs = inst.operands
     dd = DotDims.of(inst)
-    lfree = [d for d in range(lhs.shape.rank) if d not in dd.lhs_batch and d not in dd.lhs_contracting]
-    rfree = [d for d in range(rhs.shape.rank) if d not in dd.rhs_batch and d not in dd.rhs_contracting]
+    lfree = dd.lhs_free(lhs.shape.rank)
+    rfree = dd.rhs_free(rhs.shape.rank)
     batch = math.prod(lhs.shape.dims[d] for d in dd.lhs_batch)
     m = math.prod(lhs.shape.dims[d] for d in lfree)
     n = math.prod(rhs.shape.dims[d] for d in rfree)
@@ -186,8 +190,7 @@ def _conv_plan(inst, scalar, sources) -> Optional[Plan]:
     if fast is not None:   # the transforms read the operands element by element
         return Plan(inst, scalar, 1, batch_rows, features, taps, channels, None, None, False, winograd=fast)
     a = _in_place(sources[0], scalar, [cd.input_feature])
-    kernel_order = [*cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature]
-    b = _in_place(sources[1], scalar, list(reversed(kernel_order)))
+    b = _in_place(sources[1], scalar, list(reversed(kernel_order(cd))))
     return Plan(inst, scalar, 1, batch_rows, features, taps, channels, a, b, False)
 
 
@@ -296,7 +299,7 @@ class ContractionEmitter:
         b = self.b
         scalar = F32 if p.scalar == "f32" else F64
         if p.winograd is not None:
-            WinogradEmitter(self.low, self.gemm, scalar, p.scalar).emit(
+            WinogradEmitter(self.low, self.gemm, scalar, p.scalar, conv_dims(p.inst)).emit(
                 p, lambda name: self._at(scratch, p.offsets[name]), self.c_pointer(p, scratch, out))
             return
         table = self._at(scratch, p.offsets["table"])
@@ -324,7 +327,7 @@ class ContractionEmitter:
         if inst.opcode == "dot":
             lhs = inst.operands[0]
             dd = DotDims.of(inst)
-            lfree = [d for d in range(lhs.shape.rank) if d not in dd.lhs_batch and d not in dd.lhs_contracting]
+            lfree = dd.lhs_free(lhs.shape.rank)
             order = list(dd.lhs_batch) + lfree + list(dd.lhs_contracting)
         else:
             lhs = inst.operands[0]
@@ -339,11 +342,11 @@ class ContractionEmitter:
         rhs = inst.operands[1]
         if inst.opcode == "dot":
             dd = DotDims.of(inst)
-            rfree = [d for d in range(rhs.shape.rank) if d not in dd.rhs_batch and d not in dd.rhs_contracting]
+            rfree = dd.rhs_free(rhs.shape.rank)
             order = list(dd.rhs_batch) + list(dd.rhs_contracting) + rfree
         else:
             cd = conv_dims(inst)
-            order = [*cd.kernel_spatial, cd.kernel_input_feature, cd.kernel_output_feature]
+            order = kernel_order(cd)
         self._copy_in_order(rhs, order, base, p.scalar)
         return base
 
@@ -365,7 +368,7 @@ class ContractionEmitter:
         inst = p.inst
         lhs = inst.operands[0]
         dd = DotDims.of(inst)
-        lfree = [d for d in range(lhs.shape.rank) if d not in dd.lhs_batch and d not in dd.lhs_contracting]
+        lfree = dd.lhs_free(lhs.shape.rank)
         rows = list(dd.lhs_batch) + lfree
         scalar = F32 if p.scalar == "f32" else F64
         if p.lhs is None:  # the copy in scratch is row-major [batch * m, k]

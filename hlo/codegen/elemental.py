@@ -587,8 +587,8 @@ class ElementalEmitter:
         lhs, rhs = inst.operands
         dd = DotDims.of(inst)
         t = inst.shape.element_type
-        lhs_free = [d for d in range(lhs.shape.rank) if d not in dd.lhs_batch and d not in dd.lhs_contracting]
-        rhs_free = [d for d in range(rhs.shape.rank) if d not in dd.rhs_batch and d not in dd.rhs_contracting]
+        lhs_free = dd.lhs_free(lhs.shape.rank)
+        rhs_free = dd.rhs_free(rhs.shape.rank)
         nb = len(dd.lhs_batch)
         li, ri = [None] * lhs.shape.rank, [None] * rhs.shape.rank
         for k, (l, r) in enumerate(zip(dd.lhs_batch, dd.rhs_batch)):

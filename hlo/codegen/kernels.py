@@ -238,8 +238,8 @@ class EntryLowering:
         if lhs.shape.element_type is not t or rhs.shape.element_type is not t:
             return False
         dd = DotDims.of(inst)
-        lhs_free = [d for d in range(lhs.shape.rank) if d not in dd.lhs_batch and d not in dd.lhs_contracting]
-        rhs_free = [d for d in range(rhs.shape.rank) if d not in dd.rhs_batch and d not in dd.rhs_contracting]
+        lhs_free = dd.lhs_free(lhs.shape.rank)
+        rhs_free = dd.rhs_free(rhs.shape.rank)
         nb = len(dd.lhs_batch)
         out_minor = inst.shape.minor_to_major()[0]
         if out_minor < nb + len(lhs_free):

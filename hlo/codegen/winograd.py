@@ -27,6 +27,8 @@ from typing import Optional
 from llvmlite import ir
 
 from ..ir import Instruction
+from ..shapes import primitive_type
+from . import scalar_ops
 from .elemental import const64
 from .types import PTR
 
@@ -99,8 +101,9 @@ def winograd_shape(inst: Instruction, dims) -> Optional[WinogradShape]:
 class WinogradEmitter:
     """Emits one planned convolution (contraction.Plan with kind 'winograd')."""
 
-    def __init__(self, lowering, gemm, scalar: ir.Type, scalar_name: str):
+    def __init__(self, lowering, gemm, scalar: ir.Type, scalar_name: str, dims):
         self.low, self.gemm, self.scalar, self.scalar_name = lowering, gemm, scalar, scalar_name
+        self.dims = dims   # the convolution's ConvDims
         self.scopes = _Scopes(lowering.llmod)
 
     @property
@@ -146,12 +149,9 @@ class WinogradEmitter:
     # ---- steps
     def pad_input(self, p, s: WinogradShape, padded) -> None:
         """padded[n, y, x, c] = input[n, y - pad_h, x - pad_w, c], zero outside."""
-        from . import scalar_ops
-        from ..shapes import primitive_type
-        from .contraction import conv_dims
         b, elem = self.b, self.low.elem
         lhs = p.inst.operands[0]
-        cd = conv_dims(p.inst)
+        cd = self.dims
         sizes = [s.batch, s.padded_h, s.padded_w, s.channels]
         limits = [lhs.shape.dims[d] for d in cd.input_spatial]
         with self.low.ctx.loop_nest(sizes) as (n, y, x, c):
@@ -194,12 +194,9 @@ class WinogradEmitter:
 
     def transform_kernel(self, p, s: WinogradShape, u) -> None:
         """u[4k + l][c][o] = (G g G^T)[k][l] for the 3x3 kernel g of channels (c, o)."""
-        from . import scalar_ops
-        from ..shapes import primitive_type
-        from .contraction import conv_dims
         b, elem = self.b, self.low.elem
         rhs = p.inst.operands[1]
-        cd = conv_dims(p.inst)
+        cd = self.dims
         to = primitive_type(self.scalar_name)
         with self.low.ctx.loop_nest([s.channels, s.features]) as (c, o):
             g = []
