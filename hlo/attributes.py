@@ -14,7 +14,8 @@ from typing import Any, Optional
 
 from . import values as V
 from .opcodes import AttrKind, AttrSpec
-from .shapes import Shape
+from .shapes import Shape, format_shape
+from .textutil import escape_string, format_float, unescape
 
 
 # --------------------------------------------------------------------------- typed values
@@ -222,6 +223,21 @@ METADATA_FIELD_RE = re.compile(
     r"\{[\s,]*(?:(?:(?:" + "|".join(_MD_STRING_FIELDS) + r")=" + _STRING_RE
     + r"|(?:" + "|".join(_MD_INT_FIELDS) + r")=-?[0-9]+"
     + r"|profile_type=\{\s*(?:-?[0-9]+(?:\s*,\s*-?[0-9]+)*)?\s*\})[\s,]*)*\}")
+_METADATA_ITEM_RE = re.compile(r'([a-z_]+)=(?:"((?:\\.|[^"\\])*)"|(-?[0-9]+)|\{([^}]*)\})')
+
+
+def _scan_metadata_fields(raw: str) -> dict:
+    """The fields of a metadata text that matches METADATA_FIELD_RE."""
+    fields: dict = {}
+    for m in _METADATA_ITEM_RE.finditer(raw):
+        key, text, number, ints = m.groups()
+        if text is not None:
+            fields[key] = unescape(text)
+        elif number is not None:
+            fields[key] = int(number)
+        else:
+            fields[key] = tuple(int(v) for v in ints.replace(",", " ").split())
+    return fields
 
 
 @dataclass
@@ -235,9 +251,8 @@ class Metadata:
 
     @property
     def fields(self) -> dict:
-        if self._fields is None:
-            from .parser import parse_braced_fields
-            self._fields = parse_braced_fields(self.raw)
+        if self._fields is None:  # the parser keeps raw text only when it matches METADATA_FIELD_RE
+            self._fields = _scan_metadata_fields(self.raw)
         return self._fields
 
     @staticmethod
@@ -269,7 +284,6 @@ class Metadata:
         return m
 
     def canonical(self) -> str:
-        from .printer import escape_string
         parts = []
         for key in self.FIELD_ORDER:
             v = self.fields.get(key)
@@ -290,16 +304,9 @@ class Metadata:
 
 @dataclass
 class FrontendAttributes:
-    """frontend_attributes={k="v", k2={json}}: kept verbatim until read."""
+    """frontend_attributes={k="v", k2={json}}: the text as written and its items."""
     raw: str
-    _items: Optional[dict] = field(default=None, repr=False)
-
-    @property
-    def items(self) -> dict:
-        if self._items is None:
-            from .parser import parse_braced_fields
-            self._items = parse_braced_fields(self.raw, raw_dict_values=True)
-        return self._items
+    items: dict = field(default_factory=dict, repr=False)
 
     @staticmethod
     def check_items(items: dict) -> None:
@@ -309,7 +316,6 @@ class FrontendAttributes:
                 raise ValueError(f"frontend attribute '{key}' must be a string or a {{...}} dict")
 
     def canonical(self) -> str:
-        from .printer import escape_string
         parts = []
         for key in sorted(self.items):
             v = self.items[key]
@@ -573,13 +579,11 @@ def format_int_list(values) -> str:
 
 
 def format_attribute_value(kind: AttrKind, value) -> str:
-    from .printer import escape_string, format_shape
     if kind is AttrKind.BOOL:
         return "true" if value else "false"
     if kind is AttrKind.INT:
         return str(value)
     if kind is AttrKind.FLOAT:
-        from .literal import format_float
         return format_float(value, "f32")
     if kind is AttrKind.STRING:
         return '"' + escape_string(value) + '"'
@@ -790,7 +794,6 @@ def format_statistics(v) -> str:
 
 def _format_number(x) -> str:
     if isinstance(x, float) and not isinstance(x, bool):
-        from .literal import format_float
         return format_float(x, "f64")
     return str(int(x))
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 from .diagnostics import Diagnostic, HloError
 from .ir import Computation, Instruction, Module
-from .printer import format_shape
+from .shapes import format_shape
 
 NODE_STYLE = {
     "parameter": 'shape=box, style=filled, fillcolor="#fff3c4"',

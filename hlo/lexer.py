@@ -38,6 +38,7 @@ from lark.lexer import Lexer
 
 from .diagnostics import HloError, SourceFile, error
 from .shapes import PRIMITIVE_TYPES
+from .textutil import matching_brace_end
 from .values import NEG_ZERO
 
 # Terminals in the order they are tried at each position.
@@ -263,36 +264,6 @@ def _opens_layout(text: str, pos: int) -> bool:
 
 
 _FLAT_BRACES = re.compile(r'\{(?:[^{}"]++|"(?:\\.|[^"\\])*+")*+\}')
-_BRACE_OR_STRING = re.compile(r'[{}]|"(?:\\.|[^"\\])*"')
-
-
-def _matching_brace(text: str, start: int, source) -> int:
-    """Offset just past the `}` matching the `{` at start; braces in strings are ignored."""
-    depth = 0
-    search = _BRACE_OR_STRING.search
-    pos = start
-    while True:
-        m = search(text, pos)
-        if m is None:
-            raise _lex_error(source, start, "unterminated '{': no matching '}'")
-        ch = m.group()
-        pos = m.end()
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return pos
-        elif len(ch) == 1:  # an unterminated string
-            raise _lex_error(source, m.start(), "unterminated string")
-
-
-def matching_brace_end(text: str, start: int = 0) -> int:
-    """Offset just past the `}` matching the `{` at start, or -1 if it is not closed."""
-    try:
-        return _matching_brace(text, start, None)
-    except HloError:
-        return -1
 
 
 def _describe_bad_char(text: str, pos: int) -> str:
@@ -312,3 +283,13 @@ def _describe_bad_char(text: str, pos: int) -> str:
 
 def _lex_error(source, offset: int, message: str) -> HloError:
     return error(message, source.loc(offset) if source is not None else None)
+
+
+def _matching_brace(text: str, start: int, source) -> int:
+    """Offset just past the `}` matching the `{` at start (a located error if there is none)."""
+    end = matching_brace_end(text, start)
+    if end == -1:
+        raise _lex_error(source, start, "unterminated '{': no matching '}'")
+    if end < -1:
+        raise _lex_error(source, -2 - end, "unterminated string")
+    return end

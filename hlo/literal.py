@@ -15,7 +15,8 @@ import ml_dtypes
 import numpy as np
 
 from . import values as V
-from .shapes import PRIMITIVE_TYPES, PrimitiveType, Shape, TypeKind
+from .shapes import PRIMITIVE_TYPES, PrimitiveType, Shape, TypeKind, format_shape
+from .textutil import NAN_PAYLOAD_BITS, SIGNED_NAN_ONLY, format_float, uint_of
 
 
 class Literal:
@@ -232,7 +233,7 @@ def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
         arr = np.array(values, dtype=np.float64).astype(et.dtype)
     _check_range(values, arr, et)
     if nans:
-        bits = arr.view(_uint_of(et))
+        bits = arr.view(uint_of(et))
         for i, b in nans:
             bits[i] = b
     return arr
@@ -254,14 +255,6 @@ def _has_inf(et: PrimitiveType) -> bool:
     return bool(np.isinf(np.asarray(float("inf")).astype(et.dtype)))
 
 
-def _uint_of(et: PrimitiveType):
-    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[et.dtype.itemsize]
-
-
-# Types whose NaNs carry a payload (IEEE-style encodings): mantissa bits per type.
-_NAN_PAYLOAD_BITS = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e5m2": 2, "f8e4m3": 3, "f8e3m4": 4}
-# Types with a NaN whose sign bit is meaningful but no payload.
-_SIGNED_NAN_ONLY = {"f8e4m3fn"}
 _NAN_RE = re.compile(r"(-?)nan(?:\(0x([0-9a-fA-F]+)\))?")
 
 
@@ -273,12 +266,12 @@ def _nan_bits(text: str, et: PrimitiveType, index: int) -> int:
     if not np.isnan(base.astype(np.float64)):
         raise LiteralError(f"{et.name} has no NaN", index)
     total = et.dtype.itemsize * 8
-    mant = _NAN_PAYLOAD_BITS.get(et.name)
+    mant = NAN_PAYLOAD_BITS.get(et.name)
     if mant is None:
         if payload is not None:
             raise LiteralError(f"{et.name} NaNs have no payload bits", index)
-        bits = int(base.view(_uint_of(et)))
-        if et.name in _SIGNED_NAN_ONLY:
+        bits = int(base.view(uint_of(et)))
+        if et.name in SIGNED_NAN_ONLY:
             bits = bits & ~(1 << (total - 1)) | ((1 << (total - 1)) if negative else 0)
         return bits
     value = 1 << (mant - 1) if payload is None else int(payload, 16)
@@ -290,64 +283,6 @@ def _nan_bits(text: str, et: PrimitiveType, index: int) -> int:
 
 
 # --------------------------------------------------------------------------- printing
-
-@functools.lru_cache(maxsize=None)
-def max_digits10(type_name: str) -> int:
-    if type_name == "f64":
-        return 17
-    if type_name == "f32":
-        return 9
-    nmant = ml_dtypes.finfo(PRIMITIVE_TYPES[type_name].dtype).nmant + 1
-    return math.ceil(nmant * math.log10(2) + 1)
-
-
-def format_float(v, type_name: str = "f32") -> str:
-    """XLA's RoundTripFpToString: %g with digits10, else max_digits10 (f16 and smaller: max_digits10)."""
-    f = float(v)
-    if math.isnan(f):
-        return _format_nan(v, type_name)
-    if math.isinf(f):
-        return "inf" if f > 0 else "-inf"
-    if type_name in ("f32", "f64"):
-        short = "%.*g" % (6 if type_name == "f32" else 15, f)
-        if _round_trips(short, f, type_name):
-            return short
-        return "%.*g" % (9 if type_name == "f32" else 17, f)
-    digits = max_digits10(type_name)
-    text = "%.*g" % (digits, f)
-    # f8e8m0fnu's conversion from double does not round to nearest in the last digit,
-    # so its values may need more digits to read back the same (tests check every
-    # encoding of every small type).
-    while type_name == "f8e8m0fnu" and digits < 17 and not _round_trips(text, f, type_name):
-        digits += 1
-        text = "%.*g" % (digits, f)
-    return text
-
-
-def _round_trips(text: str, f: float, type_name: str) -> bool:
-    if type_name == "f64":
-        return float(text) == f
-    dtype = PRIMITIVE_TYPES[type_name].dtype
-    return np.asarray(float(text)).astype(dtype) == np.asarray(f).astype(dtype)
-
-
-def _format_nan(v, type_name: str) -> str:
-    """`nan`, `-nan` or `nan(0x...)` (payload printed unless it is the default quiet NaN's)."""
-    et = PRIMITIVE_TYPES[type_name]
-    arr = np.asarray(v)
-    if arr.dtype != et.dtype:
-        arr = arr.astype(et.dtype)
-    total = et.dtype.itemsize * 8
-    bits = int(arr.reshape(()).view(_uint_of(et)))
-    mant = _NAN_PAYLOAD_BITS.get(type_name)
-    has_sign = mant is not None or type_name in _SIGNED_NAN_ONLY
-    sign = "-" if has_sign and bits >> (total - 1) & 1 else ""
-    if mant is not None:
-        payload = bits & ((1 << mant) - 1)
-        if payload != 1 << (mant - 1):
-            return f"{sign}nan(0x{payload:x})"
-    return f"{sign}nan"
-
 
 def format_scalar(x, et: PrimitiveType, in_array: bool = False) -> str:
     if et.is_pred:
@@ -363,7 +298,6 @@ def format_scalar(x, et: PrimitiveType, in_array: bool = False) -> str:
 
 def format_literal(lit: Literal, with_shape: bool = False) -> str:
     """One-line text of a literal, as XLA prints it inside instructions."""
-    from .printer import format_shape
     prefix = format_shape(lit.shape) + " " if with_shape and not lit.is_tuple else ""
     if lit.is_tuple:
         return "( " + ", ".join(format_literal(e, with_shape) for e in lit.elements) + " )"

@@ -7,6 +7,7 @@ on `OpInfo.category` and `OpInfo.name`. Adding an opcode starts here.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -50,6 +51,71 @@ class AttrKind(enum.Enum):
     GENERIC = "value"                      # kept as parsed, printed back as is
 
 
+class Trait(enum.Flag):
+    """Properties of opcodes that passes and backends ask about (each group is listed once,
+    after the table, in `_GROUPS`)."""
+    NONE = 0
+    COMMUTATIVE = enum.auto()          # op(a, b) == op(b, a)
+    ASSOCIATIVE = enum.auto()          # a reducer XLA may reassociate: add, multiply, max, min, and, or, xor
+    IDEMPOTENT = enum.auto()           # op(a, a) == a
+    PASS_THROUGH = enum.auto()         # the value is operand 0, unchanged (copy, opt-barrier ...)
+    RUN_INDEPENDENT_LEAF = enum.auto()  # a leaf whose value is the same in every run (constant, iota, ids)
+    SCALAR_IDENTITY = enum.auto()      # the identity on a rank-0 value (broadcast, reshape, transpose ...)
+    SAME_VALUE_IF_SAME_SHAPE = enum.auto()  # the identity when result and operand shapes are equal
+    REARRANGE = enum.auto()            # moves elements without computing (reshape, transpose)
+    CHEAP = enum.auto()                # a non-elementwise op XLA's IsExpensive calls cheap
+    EXPENSIVE = enum.auto()            # an elementwise op XLA:CPU calls expensive (besides transcendentals)
+    EXPENSIVE_IF_COMPLEX = enum.auto()  # cheap for real numbers, expensive for complex ones
+    DIVISION = enum.auto()             # divide and remainder (expensive for floats; integer corner cases)
+    LOOP_FUSIBLE = enum.auto()         # a non-elementwise op emitted element by element in loop fusions
+    OUTPUT_FUSION_HERO = enum.auto()   # dot and convolution: elementwise consumers fuse into their epilogue
+    REDUCTION_FUSION_HERO = enum.auto()  # reduce and reduce-window: the core of an input fusion
+    READS_OPERAND_ELEMENTS_REPEATEDLY = enum.auto()  # an expensive producer must not be fused into it
+    RUNS_COMPUTATIONS_AS_CODE = enum.auto()  # call, while, conditional: callees are ordinary code
+    NOT_FOLDABLE = enum.auto()         # constant folding leaves it alone even with constant operands
+    UNFOLDABLE_INSIDE = enum.auto()    # a computation containing it is never folded
+    NOT_WORTH_HOISTING_ALONE = enum.auto()  # loop-invariant code motion moves it only with its users
+    UPDATES_IN_PLACE = enum.auto()     # the result may share operand 0's buffer (dynamic-update-slice, scatter)
+    CHANNEL = enum.auto()              # send/recv and their done forms: matched by channel_id
+    ASYNC_WRAPPER = enum.auto()        # async-start / async-update / async-done
+    NO_CODE = enum.auto()              # a buffer alias, no code of its own (parameter, constant, tuple, gte)
+    SIDE_EFFECT = enum.auto()          # from the table's side_effect flag: never removed, never reordered
+
+
+class TypeClass(enum.Flag):
+    """Classes of element types, for the element types an elementwise op accepts."""
+    PRED = enum.auto()
+    SINT = enum.auto()
+    UINT = enum.auto()
+    FLOAT = enum.auto()
+    COMPLEX = enum.auto()
+    INT = SINT | UINT
+    NUMBER = INT | FLOAT | COMPLEX
+    ANY = PRED | NUMBER
+    INEXACT = FLOAT | COMPLEX
+
+    def words(self) -> str:
+        """'floating-point or complex': how a message names the class."""
+        names = [_TYPE_CLASS_WORDS[c] for c in _TYPE_CLASS_ORDER if c in self]
+        if TypeClass.INT in self:
+            names = [n for n in names if "integer" not in n]
+            names.insert(1 if TypeClass.PRED in self else 0, "integer")
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+_TYPE_CLASS_ORDER = (TypeClass.PRED, TypeClass.SINT, TypeClass.UINT, TypeClass.FLOAT, TypeClass.COMPLEX)
+_TYPE_CLASS_WORDS = {TypeClass.PRED: "pred", TypeClass.SINT: "signed integer", TypeClass.UINT: "unsigned integer",
+                     TypeClass.FLOAT: "floating-point", TypeClass.COMPLEX: "complex"}
+
+
+class ResultType(enum.Enum):
+    """The result element type of an elementwise op, from its operands' type."""
+    SAME = "same"            # the operands' type
+    PRED = "pred"            # compare, is-finite
+    REAL_PART = "real part"  # real, imag, abs: the component type of a complex operand
+    WRITTEN = "written"      # convert and friends: the type written in the instruction
+
+
 @dataclass(frozen=True)
 class AttrSpec:
     name: str
@@ -79,6 +145,9 @@ class OpInfo:
     min_arity: int = 0
     side_effect: bool = False
     transcendental: bool = False          # accepts result_accuracy=
+    traits: "Trait" = None                # filled in from the trait groups below
+    operand_types: "TypeClass" = None     # elementwise ops: element types the operands may have
+    result_type: "ResultType" = None      # elementwise ops: the result's element type
 
     @property
     def attr_map(self) -> dict[str, AttrSpec]:
@@ -87,6 +156,9 @@ class OpInfo:
     @property
     def is_elementwise(self) -> bool:
         return self.category is Category.ELEMENTWISE
+
+    def has(self, trait: "Trait") -> bool:
+        return bool(self.traits & trait)
 
 
 # --------------------------------------------------------------------------- attribute helpers
@@ -392,8 +464,119 @@ _op("copy-start", Category.ASYNC, 1, _a("cross_program_prefetch_index", AttrKind
     desc="Start an asynchronous copy; returns (dest, src, context).", shape_required=True)
 _op("copy-done", Category.ASYNC, 1, desc="Finish an asynchronous copy.", shape_required=True)
 
+# --------------------------------------------------------------------------- trait groups
+# Each group lists its opcodes once; everything else asks `info.has(Trait.X)` or uses the
+# frozensets below. XLA's names for the same facts are given where they exist.
+
+_GROUPS: dict[Trait, tuple[str, ...]] = {
+    Trait.COMMUTATIVE: ("add", "multiply", "maximum", "minimum", "and", "or", "xor"),
+    Trait.ASSOCIATIVE: ("add", "multiply", "maximum", "minimum", "and", "or", "xor"),
+    Trait.IDEMPOTENT: ("maximum", "minimum", "and", "or"),
+    Trait.PASS_THROUGH: ("copy", "opt-barrier", "domain", "add-dependency"),
+    Trait.RUN_INDEPENDENT_LEAF: ("constant", "iota", "replica-id", "partition-id"),
+    Trait.SCALAR_IDENTITY: ("broadcast", "reshape", "transpose", "copy", "bitcast", "reverse", "opt-barrier",
+                            "domain"),
+    Trait.SAME_VALUE_IF_SAME_SHAPE: ("reshape", "broadcast", "transpose", "bitcast", "convert", "reverse"),
+    Trait.REARRANGE: ("reshape", "transpose"),
+    # XLA's HloInstruction::IsExpensive says false for these (besides elementwise ops).
+    Trait.CHEAP: ("bitcast", "broadcast", "concatenate", "constant", "copy", "dynamic-slice",
+                  "dynamic-update-slice", "dynamic-reshape", "get-tuple-element", "iota", "pad", "reshape",
+                  "reverse", "slice", "transpose", "tuple", "opt-barrier", "replica-id", "partition-id"),
+    Trait.EXPENSIVE: ("atan", "atan2", "power"),
+    Trait.EXPENSIVE_IF_COMPLEX: ("abs", "sign", "sine", "cosine", "tan"),
+    Trait.DIVISION: ("divide", "remainder"),
+    # XLA:CPU's CanBeLoopFused: non-elementwise ops emitted element by element.
+    Trait.LOOP_FUSIBLE: ("bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice",
+                         "gather", "iota", "pad", "reduce", "reshape", "reverse", "slice", "transpose"),
+    Trait.OUTPUT_FUSION_HERO: ("dot", "convolution"),
+    Trait.REDUCTION_FUSION_HERO: ("reduce", "reduce-window"),
+    # XLA's ReusesOperandElements (broadcast and gather decide per operand).
+    Trait.READS_OPERAND_ELEMENTS_REPEATEDLY: ("dot", "convolution", "reduce-window", "select-and-scatter"),
+    Trait.RUNS_COMPUTATIONS_AS_CODE: ("call", "while", "conditional"),
+    # XLA's HloConstantFolding skips these.
+    Trait.NOT_FOLDABLE: ("parameter", "constant", "tuple", "broadcast", "iota", "fft", "while", "after-all",
+                         "rng", "rng-bit-generator", "rng-get-and-update-state", "opt-barrier", "domain",
+                         "partition-id", "replica-id"),
+    Trait.UNFOLDABLE_INSIDE: ("while", "fft", "after-all", "rng", "rng-bit-generator",
+                              "rng-get-and-update-state", "replica-id", "partition-id"),
+    # XLA's WhileLoopInvariantCodeMotion: NotWorthHoistingIndividually.
+    Trait.NOT_WORTH_HOISTING_ALONE: ("constant", "reshape", "bitcast", "broadcast", "iota", "reverse", "slice",
+                                     "transpose", "tuple"),
+    Trait.UPDATES_IN_PLACE: ("dynamic-update-slice", "scatter"),
+    Trait.CHANNEL: ("send", "send-done", "recv", "recv-done"),
+    Trait.ASYNC_WRAPPER: ("async-start", "async-update", "async-done"),
+    Trait.NO_CODE: ("parameter", "constant", "tuple", "get-tuple-element"),
+}
+
+# Element types the operands of each elementwise op may have (XLA's InferUnaryOpShape and
+# InferBinaryOpShape with the spec's decisions, e.g. shifts are integer-only); ops not listed
+# accept every array type.
+_OPERAND_TYPES: dict[TypeClass, tuple[str, ...]] = {
+    TypeClass.FLOAT: ("floor", "ceil", "round-nearest-afz", "round-nearest-even", "is-finite", "erf", "complex"),
+    TypeClass.INEXACT: ("cosine", "sine", "tan", "tanh", "exponential", "exponential-minus-one", "log",
+                        "log-plus-one", "logistic", "rsqrt", "sqrt", "cbrt", "acos", "acosh", "asin", "asinh",
+                        "atanh", "cosh", "sinh", "atan", "real", "imag"),
+    TypeClass.SINT | TypeClass.INEXACT: ("abs", "sign"),
+    TypeClass.NUMBER: ("negate", "subtract", "atan2", "power", "divide", "remainder"),
+    TypeClass.INT: ("count-leading-zeros", "popcnt", "shift-left", "shift-right-arithmetic",
+                    "shift-right-logical"),
+    TypeClass.PRED | TypeClass.INT: ("not", "and", "or", "xor"),
+}
+_RESULT_TYPES: dict[ResultType, tuple[str, ...]] = {
+    ResultType.PRED: ("compare", "is-finite"),
+    ResultType.REAL_PART: ("real", "imag", "abs"),
+    ResultType.WRITTEN: ("convert", "bitcast-convert", "stochastic-convert"),
+}
+
+
+def _finish(ops: list[OpInfo]) -> list[OpInfo]:
+    """The table's entries with their traits, operand types and result types filled in."""
+    known = {op.name for op in ops}
+    traits = {name: Trait.NONE for name in known}
+    for trait, names in _GROUPS.items():
+        for name in names:
+            assert name in known, name
+            traits[name] |= trait
+    operand_types = {name: cls for cls, names in _OPERAND_TYPES.items() for name in names}
+    result_types = {name: rt for rt, names in _RESULT_TYPES.items() for name in names}
+    out = []
+    for op in ops:
+        elementwise = op.category is Category.ELEMENTWISE
+        out.append(dataclasses.replace(
+            op, traits=traits[op.name] | (Trait.SIDE_EFFECT if op.side_effect else Trait.NONE),
+            operand_types=operand_types.get(op.name, TypeClass.ANY) if elementwise else None,
+            result_type=result_types.get(op.name, ResultType.SAME) if elementwise else None))
+    return out
+
+
+_OPS = _finish(_OPS)
 OPCODES: dict[str, OpInfo] = {op.name: op for op in _OPS}
 _ATTR_MAPS: dict[str, dict[str, AttrSpec]] = {op.name: {a.name: a for a in op.attrs} for op in _OPS}
+
+# The opcodes as a string-valued enum: `inst.opcode == Op.ADD`, `Op("add") is Op.ADD`.
+Op = enum.StrEnum("Op", [(op.name.upper().replace("-", "_"), op.name) for op in _OPS])
+Op.__doc__ = "Every HLO opcode; members compare equal to their text (Op.GET_TUPLE_ELEMENT == 'get-tuple-element')."
+Op.info = property(lambda self: OPCODES[self])
+
+
+def ops_with(trait: Trait) -> frozenset:
+    """The opcodes that have `trait`."""
+    return frozenset(Op(op.name) for op in _OPS if op.traits & trait)
+
+
+def ops_in(category: Category) -> frozenset:
+    return frozenset(Op(op.name) for op in _OPS if op.category is category)
+
+
+def has_trait(opcode: str, trait: Trait) -> bool:
+    """True when `opcode` (an Op or its text) is in the table and has `trait`."""
+    info = OPCODES.get(opcode)
+    return info is not None and bool(info.traits & trait)
+
+
+ELEMENTWISE = ops_in(Category.ELEMENTWISE)
+UNARY_ELEMENTWISE = frozenset(op for op in ELEMENTWISE if OPCODES[op].arity == 1)
+BINARY_ELEMENTWISE = frozenset(op for op in ELEMENTWISE if OPCODES[op].arity == 2)
 
 # Attributes any instruction may carry (kept on Instruction fields, not in attrs).
 GENERIC_ATTRIBUTES = ("sharding", "frontend_attributes", "statistics", "control-predecessors", "metadata",

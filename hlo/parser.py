@@ -38,6 +38,7 @@ from .attributes import (FrontendAttributes, Metadata, check_generic_attribute, 
                          to_shape_index, METADATA_FIELD_RE)
 from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
 from .ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
+from .textutil import unescape
 from .lexer import HloLexer, Tok, build_context_regexes, build_token_regex, int_value, make_token, tokenize
 from .literal import literal_from_value
 from .opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
@@ -239,30 +240,6 @@ class _AttrList(list):
 class _InstrList(list):
     """The instruction records of one computation."""
     __slots__ = ()
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "a": "\a", "b": "\b",
-            "f": "\f", "v": "\v", "?": "?"}
-_ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", re.S)
-
-
-def unescape(body: str) -> str:
-    """The text of a C-escaped string body (\\xNN and octal escapes of UTF-8 bytes reassembled)."""
-    if "\\" not in body:
-        return body
-
-    def repl(m):
-        e = m.group(1)
-        if e[0] == "x":
-            return chr(int(e[1:], 16))
-        if e[0].isdigit():
-            return chr(int(e, 8) & 0xFF)
-        return _ESCAPES.get(e, e)
-    raw = _ESCAPE_RE.sub(repl, body)
-    try:  # byte escapes of UTF-8 sequences: reassemble the characters
-        return raw.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return raw
 
 
 _NAME_IN_LIST = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
@@ -1534,6 +1511,7 @@ def _metadata(value, source: SourceFile) -> Metadata:
     if not METADATA_FIELD_RE.fullmatch(value.text):
         fields = parse_braced_fields(value.text, source=source, offset=value.offset)
         Metadata.check_fields(fields)
+        return Metadata(value.text, fields)
     return Metadata(value.text)
 
 
@@ -1542,9 +1520,7 @@ def _frontend(value, source: SourceFile) -> FrontendAttributes:
         raise ValueError("expected {key=\"value\", ...}")
     items = parse_braced_fields(value.text, raw_dict_values=True, source=source, offset=value.offset)
     FrontendAttributes.check_items(items)
-    attrs = FrontendAttributes(value.text)
-    attrs._items = items
-    return attrs
+    return FrontendAttributes(value.text, items)
 
 
 # --------------------------------------------------------------------------- public API

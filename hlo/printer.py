@@ -12,82 +12,12 @@ from .attributes import format_attribute, format_generic_attribute, is_default
 from .ir import Computation, Instruction, Module
 from .literal import format_literal
 from .opcodes import OPCODES
-from .shapes import Layout, Shape, UNBOUNDED
+from .shapes import format_shape
+from .textutil import escape_string, matching_brace_end
 from . import values as V
 
 
 # --------------------------------------------------------------------------- strings and shapes
-
-_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b",
-              "\f": "\\f", "\v": "\\v"}
-
-
-def escape_string(s: str) -> str:
-    """C-escape like absl::CEscape (non-ASCII bytes as octal escapes of their UTF-8)."""
-    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
-        return s
-    out = []
-    for ch in s:
-        if ch in _C_ESCAPES:
-            out.append(_C_ESCAPES[ch])
-        elif ch.isascii() and ch.isprintable():
-            out.append(ch)
-        else:
-            out.extend("\\%03o" % b for b in ch.encode("utf-8", "surrogatepass"))
-    return "".join(out)
-
-
-def format_shape(shape: Shape, with_layout: bool = True) -> str:
-    if shape.is_tuple:
-        parts = []
-        for i, s in enumerate(shape.tuple_shapes):
-            prefix = f"/*index={i}*/" if i and i % 5 == 0 else ""
-            parts.append(prefix + format_shape(s, with_layout))
-        return "(" + ", ".join(parts) + ")"
-    dims = ",".join(_format_dim(d, dyn) for d, dyn in zip(shape.dims, shape.dynamic))
-    text = f"{shape.element_type.name}[{dims}]"
-    if with_layout and shape.layout is not None and shape.rank > 0:
-        text += format_layout(shape.layout)
-    elif with_layout and shape.layout is not None and not shape.layout.is_default_physical:
-        text += format_layout(shape.layout)
-    return text
-
-
-def _format_dim(d: int, dynamic: bool) -> str:
-    if d == UNBOUNDED and dynamic:
-        return "?"
-    return f"<={d}" if dynamic else str(d)
-
-
-def format_layout(layout: Layout) -> str:
-    text = "{" + ",".join(map(str, layout.minor_to_major))
-    attrs = []
-    if layout.dim_level_types:
-        attrs.append("D(" + ",".join(layout.dim_level_types) + ")")
-    if layout.tiles:
-        attrs.append("T" + "".join("(" + ",".join("*" if d == -1 else str(d) for d in t.dims) + ")"
-                                   for t in layout.tiles))
-    if layout.tail_padding_alignment != 1:
-        attrs.append(f"L({layout.tail_padding_alignment})")
-    if layout.index_type:
-        attrs.append(f"#({layout.index_type})")
-    if layout.pointer_type:
-        attrs.append(f"*({layout.pointer_type})")
-    if layout.element_size_bits:
-        attrs.append(f"E({layout.element_size_bits})")
-    if layout.memory_space:
-        attrs.append(f"S({layout.memory_space})")
-    if layout.split_configs:
-        attrs.append("SC" + "".join("(" + ":".join(map(str, c[:1])) + (":" + ",".join(map(str, c[1:])) if len(c) > 1 else "")
-                                    + ")" for c in layout.split_configs))
-    if layout.physical_shape is not None:
-        attrs.append("P(" + format_shape(layout.physical_shape) + ")")
-    if layout.dynamic_shape_metadata_prefix_bytes:
-        attrs.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
-    if attrs:
-        text += ":" + "".join(attrs)
-    return text + "}"
-
 
 # --------------------------------------------------------------------------- instructions
 
@@ -185,7 +115,6 @@ def _format_backend_config(text: str) -> str:
 
 
 def _balanced(text: str) -> bool:
-    from .lexer import matching_brace_end
     return matching_brace_end(text, 0) == len(text)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from .opcodes import OPCODES, Category
-from .shapes import (PRED, PRIMITIVE_TYPES, S32, U32, UNBOUNDED, PrimitiveType, Shape,
+from .shapes import (PRED, PRIMITIVE_TYPES, S32, U32, UNBOUNDED, PrimitiveType, Shape, format_shape,
                      complex_type_of, real_type_of)
 
 U64 = PRIMITIVE_TYPES["u64"]
@@ -57,7 +57,6 @@ def fmt(shape: Optional[Shape]) -> str:
     """A shape as written in messages: no layout."""
     if shape is None:
         return "<no shape>"
-    from .printer import format_shape
     return format_shape(shape, with_layout=False)
 
 

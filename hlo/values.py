@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shapes import Shape
+from .shapes import Shape, format_shape
+from .textutil import escape_string, format_float
 
 
 @dataclass(frozen=True)
@@ -144,13 +145,11 @@ NEG_ZERO = NegativeZero(0)
 
 def format_value(v) -> str:
     """Print a generic value in XLA's canonical spelling."""
-    from .printer import format_shape, escape_string
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        from .literal import format_float
         return format_float(v, "f64")
     if isinstance(v, Ref):
         return "%" + v.name

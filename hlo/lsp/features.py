@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrSpec, split_async_sugar, wrapped_attr_specs
-from ..printer import format_shape
+from ..shapes import format_shape
 from ..shapes import PRIMITIVE_TYPES
 from .analysis import Analysis
 from .index import (COMPUTATION, INSTRUCTION, LITERAL_OPERAND_OPCODES, USE, CompEntry, DocumentIndex, InstrEntry,

@@ -38,7 +38,8 @@ from ..checker import check_module
 from ..diagnostics import HloError
 from ..ir import Computation
 from ..parser import parse_module_with_recovery
-from ..printer import format_computation, format_shape
+from ..printer import format_computation
+from ..shapes import format_shape
 from ..loading import without_cascades
 from .analysis import Analysis, Problem, Related, _problem
 from .index import INSTRUCTION, USE, CompEntry, InstrEntry, build_index

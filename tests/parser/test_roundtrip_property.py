@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hlo.literal import format_float
+from hlo.textutil import format_float
 from hlo.parser import parse_module
 from hlo.printer import format_module
 from hlo.shapes import PRIMITIVE_TYPES

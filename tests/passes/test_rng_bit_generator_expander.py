@@ -4,7 +4,7 @@ import pytest
 
 import hlo
 from hlo import HloError, format_module, parse_module
-from hlo.printer import format_shape
+from hlo.shapes import format_shape
 from hlo.passes.pass_manager import available_passes, run_pipeline
 from pass_testing import assert_outputs_close, optimised
 
