@@ -5,7 +5,7 @@ them: `%` names, result layouts, `metadata={op_name=... source_file=...
 source_line=...}` on every line, a mix of elementwise ops, broadcasts,
 reshapes, dots, small constants and fusion calls. Prints the median parse
 throughput (instructions/s) of a few runs, and the checker's throughput when
-hlo.checker.check_module does real work.
+hlo.analysis.checker.check_module does real work.
 
     python benchmarks/parse_bench.py [--instructions N] [--runs R] [--profile]
 """
@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from hlo.parser import clear_parse_cache, parse_module
+from hlo.text.parser import clear_parse_cache, parse_module
 
 _FUSION_BODY = """%fused_computation.{i} (param_0.{i}: f32[64,32], param_1.{i}: f32[64,32]) -> f32[64,32] {{
   %param_0.{i} = f32[64,32]{{1,0}} parameter(0)
@@ -89,7 +89,7 @@ def _median_seconds(fn, runs: int) -> float:
 def _checker():
     """check_module if the checker does real work (the placeholder returns at once)."""
     try:
-        from hlo.checker import check_module
+        from hlo.analysis.checker import check_module
     except ImportError:
         return None
     return check_module
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         if seconds > 1e-3:
             print(f"check: {seconds:.2f} s median of {args.runs}  ->  {count / seconds:,.0f} instructions/s")
         else:
-            print("check: hlo.checker.check_module is a placeholder (no work done)")
+            print("check: hlo.analysis.checker.check_module is a placeholder (no work done)")
     return 0
 
 

@@ -7,10 +7,10 @@ from typing import Optional
 
 import click
 
-from hlo.loading import load_module
+from hlo.analysis.loading import load_module
 from hlo.codegen import CodegenOptions
 from hlo.codegen.aot import compile_aot, is_c_identifier
-from .common import UsageError, read_text, tool_main, write_atomic
+from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 
 HELP = """Compile MODULE (an .hlo file, '-' for stdin) to PREFIX.o and PREFIX.h.
 

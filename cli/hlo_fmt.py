@@ -19,7 +19,7 @@ import click
 
 from hlo.diagnostics import HloError
 from hlo.lsp.formatting import FormatResult, format_text
-from .common import EXIT_USER_ERROR, UsageError, read_text, tool_main, write_atomic
+from hlo_cli.common import EXIT_USER_ERROR, UsageError, read_text, tool_main, write_atomic
 
 
 def _location(name: str, text: str, offset: int) -> str:

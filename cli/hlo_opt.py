@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import click
 
 from hlo import format_module
-from hlo.loading import load_module
-from .common import UsageError, emit, read_text, tool_main
+from hlo.analysis.loading import load_module
+from hlo_cli.common import UsageError, emit, read_text, tool_main
 
 
 def _list_passes() -> str:
@@ -168,7 +168,7 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
         lowered = lower_module(module, options)
         emit(lowered.llvm_ir if kind == "llvm" else compile_assembly(lowered, options), output, inputs=[input_file])
     elif kind == "dot":
-        from hlo.graphviz import module_to_dot
+        from hlo.text.dot import module_to_dot
         emit(module_to_dot(module, computation), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])

@@ -9,12 +9,12 @@ from typing import Optional
 import click
 import numpy as np
 
-from hlo.loading import load_module
+from hlo.analysis.loading import load_module
 from hlo.diagnostics import error
-from hlo.interpreter import values_io
+from hlo.runtime import values_io
 from hlo.interpreter.evaluator import new_plans, run_devices
 from hlo.ir import Module
-from .common import UsageError, read_text, tool_main, write_atomic
+from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 
 BACKENDS = ("interpreter", "cpu")
 PLANNED_BACKENDS = ()

@@ -1,14 +1,14 @@
 """A toolchain for the textual XLA HLO language.
 
 Public API:
-    parse_module(text, filename) -> Module      (hlo.parser)
-    format_module(module) -> str               (hlo.printer)
-    check_module(module)                        (hlo.checker)
+    parse_module(text, filename) -> Module      (hlo.text.parser)
+    format_module(module) -> str               (hlo.text.printer)
+    check_module(module)                        (hlo.analysis.checker)
     run(module_or_text, *arrays, ...)           (hlo.interpreter)
 """
 from .diagnostics import HloError
-from .parser import parse_module
-from .printer import format_module
+from .text.parser import parse_module
+from .text.printer import format_module
 
 __all__ = ["HloError", "parse_module", "format_module", "check_module", "run"]
 
@@ -16,7 +16,7 @@ __all__ = ["HloError", "parse_module", "format_module", "check_module", "run"]
 def __getattr__(name: str):
     """check_module and run load on first use: tools that only parse and print start faster."""
     if name == "check_module":
-        from .checker import check_module
+        from .analysis.checker import check_module
         return check_module
     if name == "run":
         from .interpreter import run

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from hlo import parse_module
-from hlo.interpreter import run_devices, values_io
+from hlo.interpreter import run_devices
+from hlo.runtime import values_io
 
 DATA = Path(__file__).resolve().parent / "data" / "corpus"
 # The full shared corpus, beside the project, when this checkout has it (CI does).

@@ -13,7 +13,7 @@ import numpy as np
 
 import hlo
 from hlo import format_module, parse_module
-from hlo.checker import check_module
+from hlo.analysis.checker import check_module
 from hlo.passes.pass_manager import run_pipeline
 
 # Values random float inputs may include when asked for, where rewrites often go wrong.

@@ -21,8 +21,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..ir import Module
-from ..interpreter import values_io
-from ..printer import format_module
+from ..runtime import values_io
+from ..text.printer import format_module
 from . import CodegenOptions, LoweredModule, lower_module
 from ..cache import cache_dir
 from .buffers import alias_leaves

@@ -15,8 +15,8 @@ EXPANDED_OPS = ("rng-bit-generator", "batch-norm-training", "batch-norm-inferenc
 
 def prepare(module: Module, options) -> Module:
     """A copy of the module, optimised by the default pipeline when asked."""
-    from ..parser import parse_module
-    from ..printer import format_module
+    from ..text.parser import parse_module
+    from ..text.printer import format_module
     copy = parse_module(format_module(module), module.name)
     _keep_locations(module, copy)
     from ..passes.pass_manager import available_passes, run_pipeline

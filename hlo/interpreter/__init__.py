@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from ..ir import Module
 from .evaluator import (CUSTOM_CALL_TARGETS, TOKEN, Evaluator, Token, check_arguments,
                         register_custom_call, run_devices)
-from .values_io import array_leaves, to_storage
+from ..runtime.values_io import array_leaves, to_storage
 
 __all__ = ["run", "Evaluator", "run_devices", "register_custom_call", "CUSTOM_CALL_TARGETS",
            "Token", "TOKEN", "check_arguments"]
@@ -28,7 +28,7 @@ def run(module_or_text, *arrays, replicas: Optional[int] = None, partitions: Opt
         seed: int = 0):
     """Run a module (or HLO text) on arrays, one per entry parameter.
 
-    Arrays may use the file conventions of hlo.interpreter.values_io (bf16 as
+    Arrays may use the file conventions of hlo.runtime.values_io (bf16 as
     uint16 raw bits ...); anything else must have the parameter's storage dtype.
     replicas/partitions default to the module's replica_count/num_partitions.
     per_device_inputs: one argument list per device (instead of `arrays` for all).
@@ -58,5 +58,5 @@ def _as_module(module_or_text) -> Module:
     written wrong would otherwise give a wrong answer instead of an error."""
     if isinstance(module_or_text, Module):
         return module_or_text
-    from ..loading import load_module
+    from ..analysis.loading import load_module
     return load_module(module_or_text, "<module>")

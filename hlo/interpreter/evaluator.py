@@ -1191,7 +1191,7 @@ class Evaluator:
         if not self.infeed:
             raise error(f"{inst.opcode} %{inst.name}: the infeed queue is empty (it needs a value of "
                         f"shape {shape})", inst.loc)
-        from .values_io import to_storage
+        from ..runtime.values_io import to_storage
         value = to_storage(self.infeed.popleft(), shape)
         if not value_matches(value, shape):
             raise error(f"{inst.opcode} %{inst.name}: the next infeed value is {describe_value(value)}, "

@@ -1,6 +1,6 @@
 """One analysis of a document text: the recovered module, its problems and its name index.
 
-`analyse(text, filename)` parses with recovery and checks (hlo.loading.diagnose),
+`analyse(text, filename)` parses with recovery and checks (hlo.analysis.loading.diagnose),
 runs the checker on whatever module came out, and turns every diagnostic into a
 `Problem` with an exact character range (the token at the diagnostic's location).
 Analyses are cached by content hash, so asking again for an unchanged text (a
@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from ..diagnostics import Diagnostic
 from ..ir import Computation, Instruction, Module
-from ..loading import diagnose
+from ..analysis.loading import diagnose
 from .index import CompEntry, DocumentIndex, IndexingStopped, InstrEntry, build_index
 from .text import LineIndex, token_end
 

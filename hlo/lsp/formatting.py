@@ -22,8 +22,8 @@ from typing import Optional
 
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Computation, Module
-from ..parser import parse_module
-from ..printer import format_computation, format_module, format_module_header
+from ..text.parser import parse_module
+from ..text.printer import format_computation, format_module, format_module_header
 from .index import DocumentIndex, build_index
 from .text import Comment, user_comments
 

@@ -34,13 +34,13 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ..checker import check_module
+from ..analysis.checker import check_module
 from ..diagnostics import HloError
 from ..ir import Computation
-from ..parser import parse_module_with_recovery
-from ..printer import format_computation
+from ..text.parser import parse_module_with_recovery
+from ..text.printer import format_computation
 from ..shapes import format_shape
-from ..loading import without_cascades
+from ..analysis.loading import without_cascades
 from .analysis import Analysis, Problem, Related, _problem
 from .index import INSTRUCTION, USE, CompEntry, InstrEntry, build_index
 from .text import token_end

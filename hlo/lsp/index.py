@@ -3,7 +3,7 @@
 The IR cannot answer "which characters spell this name": the parser renames
 instructions that share a name across computations, drops instructions it could
 not build, and keeps no position for a computation named in `to_apply=`. So the
-language server keeps its own index, made by one walk over hlo.lexer's tokens
+language server keeps its own index, made by one walk over hlo.text.lexer's tokens
 that follows the statement structure of HLO text:
 
     HloModule name, attributes...
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import HloError, SourceFile
-from ..lexer import tokenize
+from ..text.lexer import tokenize
 from ..opcodes import OPCODES, AttrKind, wrapped_attr_specs
-from ..parser import _lark
+from ..text.parser import _lark
 
 INSTRUCTION, COMPUTATION = "instruction", "computation"
 DEFINITION, USE, DECLARATION = "definition", "use", "declaration"

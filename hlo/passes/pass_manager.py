@@ -152,7 +152,7 @@ class PassRunner:
 
     @staticmethod
     def _verify(module: Module, name: str) -> None:
-        from ..checker import check_module
+        from ..analysis.checker import check_module
         try:
             check_module(module)
         except HloError as err:

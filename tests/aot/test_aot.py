@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from corpus_cases import DATA, MANIFEST, case_arguments, check_close, decode, load_module, outputs
 from hlo import parse_module
-from hlo.interpreter import values_io
+from hlo.runtime import values_io
 from hlo.shapes import primitive_type
 from hlo_cli.hlo_aot import default_name, main as hlo_aot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hlo import HloError, parse_module
-from hlo.checker import check_module
+from hlo.analysis.checker import check_module
 
 
 def _where(diag) -> str:

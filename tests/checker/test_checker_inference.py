@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from hlo import HloError, format_module, parse_module
 from hlo.attributes import GatherDims, Window, WindowDim
-from hlo.checker import check_module
+from hlo.analysis.checker import check_module
 from hlo.interpreter.indexing import gather_result_dims
 from hlo.ir import Instruction
 from hlo.shape_inference import ShapeError, compatible, infer_shape

@@ -3,7 +3,7 @@ checks single instructions for passes."""
 import pytest
 
 from hlo import HloError, parse_module
-from hlo.checker import check_instruction, check_module
+from hlo.analysis.checker import check_instruction, check_module
 from hlo.ir import Instruction
 from hlo.shapes import Shape
 

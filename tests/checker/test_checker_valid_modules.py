@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from hlo import format_module, parse_module
-from hlo.checker import check_module
+from hlo.analysis.checker import check_module
 from hlo.opcodes import OPCODES
 
 VALID = sorted((Path(__file__).parent / "data" / "valid").glob("*.hlo"))

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from hlo import format_module, parse_module
-from hlo.graphviz import quote
+from hlo.text.dot import quote
 from hlo.passes.pass_manager import REGISTRY, Pass, available_passes, run_pipeline
 from hlo.passes.pipelines import PIPELINES, _render, missing_passes, pipeline_text
 from hlo.shapes import Shape

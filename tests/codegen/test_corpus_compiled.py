@@ -10,7 +10,7 @@ import pytest
 
 from corpus_cases import MODULES, assert_matches_expected, case_arguments, load_module
 from hlo.codegen import JitExecutable
-from hlo.interpreter import values_io
+from hlo.runtime import values_io
 
 NOT_YET: dict[str, str] = {}
 

@@ -1,8 +1,8 @@
-"""hlo.parser.parse_module_with_recovery: the best module and every diagnostic, never an exception."""
+"""hlo.text.parser.parse_module_with_recovery: the best module and every diagnostic, never an exception."""
 from __future__ import annotations
 
 from hlo import format_module, parse_module
-from hlo.parser import parse_module_with_recovery
+from hlo.text.parser import parse_module_with_recovery
 
 TEXT = """\
 HloModule r

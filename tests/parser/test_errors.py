@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from hlo.diagnostics import HloError
-from hlo.parser import parse_module
+from hlo.text.parser import parse_module
 
 
 def errors(text: str):

@@ -7,7 +7,7 @@ unicode, and nest braces/parentheses deeply. For every input, parse_module
 -- never another exception -- within the per-input time limit.
 
 The default run tries ~1500 inputs; the slow run (-m slow) tries 20,000. A third
-run drives what the tools call (hlo.loading.diagnose: parse with recovery, then check
+run drives what the tools call (hlo.analysis.loading.diagnose: parse with recovery, then check
 the partly built module) over these seeds and the checker's valid modules, which use
 every opcode.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from hlo.diagnostics import HloError
-from hlo.parser import clear_parse_cache, parse_module
-from hlo.printer import format_module
+from hlo.text.parser import clear_parse_cache, parse_module
+from hlo.text.printer import format_module
 
 SEEDS = sorted((Path(__file__).resolve().parent.parent / "data" / "parser").glob("*.hlo"))
 CHECKER_SEEDS = sorted((Path(__file__).resolve().parent.parent / "checker" / "data" / "valid").glob("*.hlo"))
@@ -34,7 +34,7 @@ _PUNCT = list("{}()[],=:*?#<>-/\"%") + ["->", "<=", "/*", "*/", "//", "...", "{.
 
 def _checker():
     try:
-        from hlo.checker import check_module
+        from hlo.analysis.checker import check_module
     except ImportError:
         return None
     return check_module
@@ -126,7 +126,7 @@ def test_fuzz_thorough():
 
 
 def run_one_loading(text: str) -> None:
-    from hlo.loading import diagnose
+    from hlo.analysis.loading import diagnose
     start = time.perf_counter()
     try:
         diagnosis = diagnose(text, "fuzz.hlo")

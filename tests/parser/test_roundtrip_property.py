@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hlo.textutil import format_float
-from hlo.parser import parse_module
-from hlo.printer import format_module
+from hlo.text.parser import parse_module
+from hlo.text.printer import format_module
 from hlo.shapes import PRIMITIVE_TYPES
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

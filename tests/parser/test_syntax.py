@@ -13,8 +13,8 @@ import pytest
 
 from hlo import values as V
 from hlo.attributes import ConvDims, DotDims, GatherDims, ReplicaGroups, ScatterDims, Window, WindowDim
-from hlo.parser import parse_module
-from hlo.printer import format_module
+from hlo.text.parser import parse_module
+from hlo.text.printer import format_module
 from hlo.shapes import UNBOUNDED, Layout, Tile
 
 SUM = """%sum (a: f32[], b: f32[]) -> f32[] {

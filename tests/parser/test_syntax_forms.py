@@ -18,9 +18,9 @@ import pytest
 
 from hlo import values as V
 from hlo.attributes import ConvDims, ReplicaGroups, ScatterDims, Window, WindowDim
-from hlo.checker import check_module
-from hlo.parser import parse_module
-from hlo.printer import format_module
+from hlo.analysis.checker import check_module
+from hlo.text.parser import parse_module
+from hlo.text.printer import format_module
 from hlo.shapes import UNBOUNDED
 
 SUM = """%sum (a: f32[], b: f32[]) -> f32[] {

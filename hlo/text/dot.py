@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .diagnostics import Diagnostic, HloError
-from .ir import Computation, Instruction, Module
-from .shapes import format_shape
+from ..diagnostics import Diagnostic, HloError
+from ..ir import Computation, Instruction, Module
+from ..shapes import format_shape
 
 NODE_STYLE = {
     "parameter": 'shape=box, style=filled, fillcolor="#fff3c4"',

@@ -8,13 +8,13 @@ Printing is a fixed point: print(parse(print(m))) == print(m).
 """
 from __future__ import annotations
 
-from .attributes import format_attribute, format_generic_attribute, is_default
-from .ir import Computation, Instruction, Module
-from .literal import format_literal
-from .opcodes import OPCODES
-from .shapes import format_shape
-from .textutil import escape_string, matching_brace_end
-from . import values as V
+from ..attributes import format_attribute, format_generic_attribute, is_default
+from ..ir import Computation, Instruction, Module
+from ..literal import format_literal
+from ..opcodes import OPCODES
+from ..shapes import format_shape
+from ..textutil import escape_string, matching_brace_end
+from .. import values as V
 
 
 # --------------------------------------------------------------------------- strings and shapes

@@ -36,10 +36,10 @@ from typing import Iterator
 from lark import Token
 from lark.lexer import Lexer
 
-from .diagnostics import HloError, SourceFile, error
-from .shapes import PRIMITIVE_TYPES
-from .textutil import matching_brace_end
-from .values import NEG_ZERO
+from ..diagnostics import HloError, SourceFile, error
+from ..shapes import PRIMITIVE_TYPES
+from ..textutil import matching_brace_end
+from ..values import NEG_ZERO
 
 # Terminals in the order they are tried at each position.
 TERMINAL_ORDER = ("NAME", "ATTR_NAME", "COLON_NAME", "SHAPE_TEXT", "STRING", "DIM_LABELS", "DECIMAL", "NAN",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .checker import check_module
-from .diagnostics import Diagnostic, HloError
-from .ir import Module
-from .parser import parse_module, parse_module_with_recovery
+from ..diagnostics import Diagnostic, HloError
+from ..ir import Module
+from ..text.parser import parse_module, parse_module_with_recovery
 
 _UNDEFINED = re.compile(r"use of undefined instruction '%([^']+)'")
 

@@ -48,7 +48,7 @@ def to_storage(value, shape: Shape):
             return tuple(value)
         return tuple(to_storage(v, s) for v, s in zip(value, shape.tuple_shapes))
     if shape.is_token:
-        from .evaluator import TOKEN
+        from ..interpreter.evaluator import TOKEN
         return TOKEN if value is None or value is TOKEN else value
     t = shape.element_type
     if not isinstance(value, np.ndarray):
@@ -140,7 +140,7 @@ def _assemble(shape: Shape, it: Iterator):
     if shape.is_tuple:
         return tuple(_assemble(s, it) for s in shape.tuple_shapes)
     if shape.is_token:
-        from .evaluator import TOKEN
+        from ..interpreter.evaluator import TOKEN
         return TOKEN
     return to_storage(next(it), shape)
 
@@ -172,7 +172,7 @@ def random_value(shape: Shape, rng: np.random.Generator):
     if shape.is_tuple:
         return tuple(random_value(s, rng) for s in shape.tuple_shapes)
     if shape.is_token:
-        from .evaluator import TOKEN
+        from ..interpreter.evaluator import TOKEN
         return TOKEN
     return np.asarray(random_array(shape.element_type, tuple(shape.dims), rng))   # rank 0: an array, not a scalar
 

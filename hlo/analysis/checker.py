@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .diagnostics import Diagnostic, DiagnosticSink, SourceLoc
-from .opcodes import OPCODES
-from .shape_inference import ShapeError, compatible, display_opcode, fmt, infer_shape
+from ..diagnostics import Diagnostic, DiagnosticSink, SourceLoc
+from ..opcodes import OPCODES
+from ..shape_inference import ShapeError, compatible, display_opcode, fmt, infer_shape
 
 
 def check_module(module) -> None:

@@ -33,16 +33,16 @@ from typing import Any, Optional
 from lark import Lark, Transformer, Token, v_args
 from lark.exceptions import VisitError
 
-from . import values as V
-from .attributes import (FrontendAttributes, Metadata, check_generic_attribute, convert_attribute, to_shape,
+from .. import values as V
+from ..attributes import (FrontendAttributes, Metadata, check_generic_attribute, convert_attribute, to_shape,
                          to_shape_index, METADATA_FIELD_RE)
-from .diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
-from .ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
-from .textutil import unescape
+from ..diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc, error
+from ..ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
+from ..textutil import unescape
 from .lexer import HloLexer, Tok, build_context_regexes, build_token_regex, int_value, make_token, tokenize
-from .literal import literal_from_value
-from .opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
-from .shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
+from ..literal import literal_from_value
+from ..opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
+from ..shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
 
 # --------------------------------------------------------------------------- the grammar
 
@@ -66,7 +66,7 @@ def _grammar_cache_file(grammar: str) -> Optional[str]:
     """
     import hashlib
     import lark as lark_package
-    from .cache import cache_dir
+    from ..cache import cache_dir
     key = hashlib.sha256(f"{lark_package.__version__}\0{grammar}".encode()).hexdigest()[:24]
     folder = cache_dir()
     try:
@@ -1382,7 +1382,7 @@ class _Builder:
 
     def infer_shape(self, inst: Instruction) -> None:
         try:
-            from .shape_inference import infer_shape
+            from ..shape_inference import infer_shape
         except ImportError:
             self.err(f"the result shape of '{inst.opcode}' must be written (shape inference is unavailable)",
                      inst.loc.offset)
