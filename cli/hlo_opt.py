@@ -19,6 +19,7 @@ import click
 from hlo import format_module
 from hlo.analysis.loading import load_module
 from hlo_cli.common import UsageError, emit, read_text, tool_main
+from hlo.opcodes import Op
 
 
 def _list_passes() -> str:
@@ -41,7 +42,7 @@ def _err(text: str) -> None:
 
 def top_level_opcode_counts(module) -> collections.Counter:
     """Instructions by opcode outside fused computations (a fusion counts as one `fusion`)."""
-    fused = {id(i.attrs["calls"]) for c in module.computations for i in c.instructions if i.opcode == "fusion"}
+    fused = {id(i.attrs["calls"]) for c in module.computations for i in c.instructions if i.opcode == Op.FUSION}
     return collections.Counter(i.opcode for c in module.computations if id(c) not in fused
                                for i in c.instructions)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from .diagnostics import SourceLoc
-from .opcodes import OPCODES, AttrKind, OpInfo
+from .opcodes import AttrKind, OPCODES, Op, OpInfo
 from .shapes import Shape
 
 
@@ -142,7 +142,7 @@ class Computation:
 
     @property
     def parameters(self) -> list[Instruction]:
-        params = [i for i in self.instructions if i.opcode == "parameter"]
+        params = [i for i in self.instructions if i.opcode == Op.PARAMETER]
         return sorted(params, key=lambda p: p.attrs["parameter_number"])
 
     def parameter_shapes(self) -> list[Shape]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from .opcodes import OPCODES, Category
+from .opcodes import Category, OPCODES, Op
 from .shapes import (PRED, PRIMITIVE_TYPES, S32, U32, UNBOUNDED, PrimitiveType, Shape, format_shape,
                      complex_type_of, real_type_of)
 
@@ -324,7 +324,7 @@ def _dims_sorted(op: _Op, dims: Sequence[int], attribute: str) -> None:
 
 
 def _parameters(comp) -> list:
-    return [i for i in comp.instructions if i.opcode == "parameter"]
+    return [i for i in comp.instructions if i.opcode == Op.PARAMETER]
 
 
 def signature(comp) -> tuple[list[Shape], Shape]:
@@ -2109,7 +2109,7 @@ def _collective_reduce(op: _Op) -> Shape:
 
 def _async_computation(op: _Op):
     comp = op.inst.attrs.get("calls")
-    if comp is None and op.opcode != "async-start" and op.n:
+    if comp is None and op.opcode != Op.ASYNC_START and op.n:
         comp = _started_computation(op.inst.operands[0])
     if comp is None:
         raise op.fail(f"'{op.opcode}' requires attribute 'calls='", attribute="calls")
@@ -2127,7 +2127,7 @@ def _started_computation(inst):
     while inst is not None and seen < 1000:
         if inst.attrs.get("calls") is not None:
             return inst.attrs["calls"]
-        if inst.opcode != "async-update" or not inst.operands:
+        if inst.opcode != Op.ASYNC_UPDATE or not inst.operands:
             return None
         inst, seen = inst.operands[0], seen + 1
     return None

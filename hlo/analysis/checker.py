@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..diagnostics import Diagnostic, DiagnosticSink, SourceLoc
-from ..opcodes import OPCODES
+from ..opcodes import OPCODES, Op
 from ..shape_inference import ShapeError, compatible, display_opcode, fmt, infer_shape
 
 
@@ -127,7 +127,7 @@ def _check_computation(comp, sink: DiagnosticSink) -> None:
 def _check_parameter_numbers(comp, sink: DiagnosticSink) -> None:
     """Parameters must be numbered 0..N-1, each number once."""
     by_number: dict[int, object] = {}
-    for p in (i for i in comp.instructions if i.opcode == "parameter"):
+    for p in (i for i in comp.instructions if i.opcode == Op.PARAMETER):
         number = p.attrs.get("parameter_number")
         if number in by_number:
             first = by_number[number]
@@ -180,7 +180,7 @@ def _header_loc(module, attribute: str) -> Optional[SourceLoc]:
 
 
 def _entry_parameters(module) -> Optional[list]:
-    params = [i for i in module.entry.instructions if i.opcode == "parameter"]
+    params = [i for i in module.entry.instructions if i.opcode == Op.PARAMETER]
     numbers = sorted(p.attrs.get("parameter_number", -1) for p in params)
     if numbers != list(range(len(params))):
         return None  # reported by the parameter-number check

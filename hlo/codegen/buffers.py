@@ -23,6 +23,7 @@ from typing import Optional
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
+from ..opcodes import Op
 
 ALIGN = 64
 ALIASING_OPS = ("parameter", "tuple", "get-tuple-element", "call", "constant")
@@ -237,12 +238,12 @@ class _Assigner:
 
     def _fusion(self, inst, _):
         root = inst.attrs["calls"].root
-        target = root.operands[0] if root.opcode == "dynamic-update-slice" else None
-        if target is not None and target.opcode == "parameter" and len(target.users) == 1:
+        target = root.operands[0] if root.opcode == Op.DYNAMIC_UPDATE_SLICE else None
+        if target is not None and target.opcode == Op.PARAMETER and len(target.users) == 1:
             operand = inst.operands[target.attrs["parameter_number"]]
             if sum(op is operand for op in inst.operands) == 1:
                 return self._maybe_in_place(inst, operand)
-        if root.opcode != "tuple":
+        if root.opcode != Op.TUPLE:
             body = inst.attrs["calls"]
             positions = [p.attrs["parameter_number"] for p in body.parameters
                          if _read_only_elementwise(p, root)]
@@ -297,9 +298,9 @@ class _Assigner:
     def _reads_elementwise(self, inst: Instruction, param: Buffer) -> bool:
         if inst.shape.is_tuple:
             return False
-        if inst.opcode == "fusion":
+        if inst.opcode == Op.FUSION:
             body = inst.attrs["calls"]
-            if body.root.opcode == "tuple":
+            if body.root.opcode == Op.TUPLE:
                 return False
             positions = {p.attrs["parameter_number"] for p in body.parameters if _read_only_elementwise(p, body.root)}
         elif inst.info.is_elementwise:
@@ -360,7 +361,7 @@ def _aliased_producers(root: Instruction, aliased: set) -> set:
 
     def walk(inst):
         nonlocal number
-        if inst.opcode == "tuple":
+        if inst.opcode == Op.TUPLE:
             for op in inst.operands:
                 walk(op)
             return

@@ -41,6 +41,7 @@ from .elemental import const64, major_to_minor
 from .gemm import MAX_THREADS, PARALLEL_FLOPS, pack_bound
 from .types import F32, F64, PTR, linear_offset, load_element, store_element
 from .winograd import WinogradEmitter, WinogradShape, winograd_shape
+from ..opcodes import Op
 
 MIN_FLOPS = 1 << 16    # smaller products keep the simple per-element loops
 MIN_ROWS = 4           # matrix-vector products too
@@ -105,7 +106,7 @@ class Plan:
 
 def output_order(inst: Instruction) -> list[int]:
     """The output dims in C's row-major order."""
-    if inst.opcode == "dot":
+    if inst.opcode == Op.DOT:
         return list(range(inst.shape.rank))
     cd = conv_dims(inst)
     return [cd.output_batch, *cd.output_spatial, cd.output_feature]
@@ -138,7 +139,7 @@ def plan(inst: Instruction, sources: list, dest: Optional[Shape]) -> Optional[Pl
     scalar = _scalar_of(inst) if inst.shape.is_array else None
     if scalar is None:
         return None
-    shaped = _dot_plan(inst, scalar, sources) if inst.opcode == "dot" else _conv_plan(inst, scalar, sources)
+    shaped = _dot_plan(inst, scalar, sources) if inst.opcode == Op.DOT else _conv_plan(inst, scalar, sources)
     if shaped is None or shaped.m < MIN_ROWS or shaped.n < MIN_ROWS or shaped.k == 0 \
             or shaped.batch * shaped.flops < MIN_FLOPS:
         return None
@@ -221,14 +222,14 @@ def fused_plans(fusion: Instruction) -> list[Plan]:
 
 
 def _fusion_source(fusion: Instruction, operand: Instruction) -> Optional[Instruction]:
-    if operand.opcode != "parameter":
+    if operand.opcode != Op.PARAMETER:
         return None
     source = fusion.operands[operand.attrs["parameter_number"]]
     return source if source.shape.is_array and source.shape.rank else None
 
 
 def scratch_bytes(inst: Instruction) -> int:
-    if inst.opcode == "fusion":
+    if inst.opcode == Op.FUSION:
         return sum(p.size for p in fused_plans(inst))
     p = top_level_plan(inst, inst.shape if inst.shape.is_array else None)
     return p.size if p is not None else 0
@@ -309,7 +310,7 @@ class ContractionEmitter:
         c_base = self.c_pointer(p, scratch, out)
         with self.low.ctx.loop(p.run, "zero") as i:
             b.store(ir.Constant(scalar, 0.0), b.gep(zeros, [i], source_etype=scalar))
-        if p.inst.opcode == "dot":
+        if p.inst.opcode == Op.DOT:
             self._dot_table(p, table, a_base)
         else:
             self._conv_table(p, table, a_base, zeros)
@@ -324,7 +325,7 @@ class ContractionEmitter:
     def _materialise_a(self, p: Plan, scratch):
         base = self._at(scratch, p.offsets["a"])
         inst = p.inst
-        if inst.opcode == "dot":
+        if inst.opcode == Op.DOT:
             lhs = inst.operands[0]
             dd = DotDims.of(inst)
             lfree = dd.lhs_free(lhs.shape.rank)
@@ -340,7 +341,7 @@ class ContractionEmitter:
         base = self._at(scratch, p.offsets["b"])
         inst = p.inst
         rhs = inst.operands[1]
-        if inst.opcode == "dot":
+        if inst.opcode == Op.DOT:
             dd = DotDims.of(inst)
             rfree = dd.rhs_free(rhs.shape.rank)
             order = list(dd.rhs_batch) + list(dd.rhs_contracting) + rfree

@@ -26,6 +26,7 @@ from ..ir import Computation, Instruction
 from ..shapes import F32 as _F32, F64 as _F64, PrimitiveType, Shape
 from . import scalar_ops
 from .types import I1, I64, compute_type, constant_of, load_element, round_to
+from ..opcodes import Op
 
 
 def const64(v: int):
@@ -197,7 +198,7 @@ class ElementalEmitter:
         self.ctx.memo_scopes.append({})
         try:
             root = comp.root
-            if root.opcode == "tuple":
+            if root.opcode == Op.TUPLE:
                 return [self.value(op, ()) for op in root.operands]
             return [self.value(root, ())]
         finally:

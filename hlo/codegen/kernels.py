@@ -23,6 +23,7 @@ from .contraction import ContractionEmitter
 from .gemm import GemmLibrary
 from .elemental import ElementalEmitter, FunctionContext, const64, major_to_minor
 from .types import I8, I64, PTR, constant_of, load_element, store_element
+from ..opcodes import Op
 
 VOID = ir.VoidType()
 ALIAS_ONLY = ("parameter", "constant", "tuple", "get-tuple-element")
@@ -100,7 +101,7 @@ class EntryLowering:
         if op in ALIAS_ONLY:
             return
         value = self.a.values[id(inst)]
-        if op == "bitcast" and resolve(value) is not value:
+        if op == Op.BITCAST and resolve(value) is not value:
             return
         method = getattr(self, "_emit_" + op.replace("-", "_"), None)
         if method is None:
@@ -162,13 +163,13 @@ class EntryLowering:
         if id(inst) in self.a.in_place:
             self.update_in_place(root, value)
             return
-        if root.opcode == "scatter":
+        if root.opcode == Op.SCATTER:
             from .special_kernels import emit_scatter
             emit_scatter(self, root, value)
             return
         if self.accumulate_in_output(root, value):
             return
-        if root.opcode == "tuple":
+        if root.opcode == Op.TUPLE:
             outputs = list(zip(root.operands, leaves_of(value)))
             same = all(o.shape.dims == outputs[0][0].shape.dims for o, _ in outputs)
             if same:
@@ -202,9 +203,9 @@ class EntryLowering:
         """Reduce / dot whose output's minor dimension is contiguous in the input: loop over
         the input with that dimension innermost and accumulate into the output buffer,
         which vectorises without reassociating. False when the shape does not suit."""
-        if inst.opcode == "reduce":
+        if inst.opcode == Op.REDUCE:
             return self._reduce_into_output(inst, value)
-        if inst.opcode == "dot":
+        if inst.opcode == Op.DOT:
             return self._dot_into_output(inst, value)
         return False
 

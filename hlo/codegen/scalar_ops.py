@@ -13,6 +13,7 @@ from llvmlite import ir
 from ..diagnostics import error
 from ..shapes import PrimitiveType
 from .types import F32, F64, I1, I64, compute_type, round_to
+from ..opcodes import Op
 
 UNARY = {"abs", "ceil", "floor", "count-leading-zeros", "popcnt", "is-finite", "negate", "not",
          "round-nearest-afz", "round-nearest-even", "sign", "cbrt", "cosine", "sine", "tan", "tanh",
@@ -88,7 +89,7 @@ def emit(ctx, inst, op: str, t: PrimitiveType, args: list):
     if t.is_integral:
         return _int_op(ctx, inst, op, t, args)
     if t.is_float:
-        if op == "is-finite":
+        if op == Op.IS_FINITE:
             return _is_finite(ctx, args[0], t)
         return round_to(b, _float_op(ctx, inst, op, t, args), t)
     if t.is_complex:
@@ -103,7 +104,7 @@ def _unsupported(inst, op, t):
 def _pred_op(b, inst, op, args):
     table = {"add": b.or_, "or": b.or_, "maximum": b.or_, "multiply": b.and_, "and": b.and_,
              "minimum": b.and_, "xor": b.xor}
-    if op == "not":
+    if op == Op.NOT:
         return b.not_(args[0])
     if op in table:
         return table[op](*args)
@@ -121,23 +122,23 @@ def _int_op(ctx, inst, op, t: PrimitiveType, args):
         return fn(*args)
     if op in ("maximum", "minimum"):
         return max_min(b, op, args[0], args[1], t)
-    if op == "negate":
+    if op == Op.NEGATE:
         return b.sub(zero, args[0])
-    if op == "not":
+    if op == Op.NOT:
         return b.xor(args[0], ones)
-    if op == "abs":
+    if op == Op.ABS:
         x = args[0]
         return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x) if signed else x
-    if op == "sign":
+    if op == Op.SIGN:
         x = args[0]
         if not signed:
             return b.zext(b.icmp_unsigned("!=", x, zero), ty)
         pos = b.zext(b.icmp_signed(">", x, zero), ty)
         neg = b.zext(b.icmp_signed("<", x, zero), ty)
         return b.sub(pos, neg)
-    if op == "popcnt":
+    if op == Op.POPCNT:
         return _intrinsic(ctx, "llvm.ctpop", ty, [args[0]])
-    if op == "count-leading-zeros":
+    if op == Op.COUNT_LEADING_ZEROS:
         return _intrinsic(ctx, "llvm.ctlz", ty, [args[0], const(I1, 0)])
     if op in ("divide", "remainder"):
         return _int_div_rem(b, op, args[0], args[1], ty, signed)
@@ -145,13 +146,13 @@ def _int_op(ctx, inst, op, t: PrimitiveType, args):
         x, y = args
         oob = b.icmp_unsigned(">=", y, const(ty, t.bits))
         safe = b.select(oob, zero, y)
-        if op == "shift-left":
+        if op == Op.SHIFT_LEFT:
             return b.select(oob, zero, b.shl(x, safe))
-        if op == "shift-right-logical":
+        if op == Op.SHIFT_RIGHT_LOGICAL:
             return b.select(oob, zero, b.lshr(x, safe))
         fill = b.select(b.icmp_signed("<", x, zero), ones, zero)
         return b.select(oob, fill, b.ashr(x, safe))
-    if op == "power":
+    if op == Op.POWER:
         return _int_power(ctx, args[0], args[1], ty, signed)
     raise _unsupported(inst, op, t.name)
 
@@ -161,12 +162,12 @@ def _int_div_rem(b, op, x, y, ty, signed):
     y_zero = b.icmp_unsigned("==", y, zero)
     if not signed:
         safe = b.select(y_zero, one, y)
-        if op == "divide":
+        if op == Op.DIVIDE:
             return b.select(y_zero, ones, b.udiv(x, safe))
         return b.select(y_zero, x, b.urem(x, safe))
     minus_one = b.icmp_signed("==", y, ones)
     safe = b.select(b.or_(y_zero, minus_one), one, y)
-    if op == "divide":
+    if op == Op.DIVIDE:
         q = b.select(minus_one, b.sub(zero, x), b.sdiv(x, safe))
         return b.select(y_zero, ones, q)
     r = b.select(minus_one, zero, b.srem(x, safe))
@@ -205,13 +206,13 @@ def _int_power(ctx, base, exponent, ty, signed):
 
 def max_min(b, op, x, y, t: PrimitiveType):
     if t.is_pred:
-        return b.or_(x, y) if op == "maximum" else b.and_(x, y)
+        return b.or_(x, y) if op == Op.MAXIMUM else b.and_(x, y)
     if t.is_integral:
-        cmp = ">=" if op == "maximum" else "<="
+        cmp = ">=" if op == Op.MAXIMUM else "<="
         fn = b.icmp_signed if t.is_signed_int else b.icmp_unsigned
         return b.select(fn(cmp, x, y), x, y)
     # NaN-propagating, -0 < +0: LLVM's maximum/minimum intrinsics have exactly these semantics.
-    name = "llvm.maximum" if op == "maximum" else "llvm.minimum"
+    name = "llvm.maximum" if op == Op.MAXIMUM else "llvm.minimum"
     return b.call(declare_overloaded(b.module, name, x.type, [x, y]), [x, y])
 
 
@@ -225,26 +226,26 @@ def _float_op(ctx, inst, op, t: PrimitiveType, args):
     b = ctx.b
     ty = args[0].type
     if op in ("add", "multiply") and ctx.reassociate and t.name in ("f32", "f64"):
-        return (b.fadd if op == "add" else b.fmul)(*args, flags=["reassoc"])
+        return (b.fadd if op == Op.ADD else b.fmul)(*args, flags=["reassoc"])
     simple = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv, "remainder": b.frem}
     if op in simple:
         return simple[op](*args)
     if op in ("maximum", "minimum"):
         return max_min(b, op, args[0], args[1], t)
     x = args[0]
-    if op == "negate":
+    if op == Op.NEGATE:
         return b.fneg(x)
     intrinsic = {"abs": "llvm.fabs", "ceil": "llvm.ceil", "floor": "llvm.floor", "sqrt": "llvm.sqrt",
                  "round-nearest-even": "llvm.rint", "round-nearest-afz": "llvm.round"}.get(op)
     if intrinsic:
         return _intrinsic(ctx, intrinsic, ty, [x])
-    if op == "sign":
+    if op == Op.SIGN:
         nonzero = b.uitofp(b.fcmp_unordered("une", x, const(ty, 0.0)), ty)
         signed = _intrinsic(ctx, "llvm.copysign", ty, [nonzero, x])
         return b.select(b.fcmp_unordered("uno", x, x), x, signed)
-    if op == "rsqrt":
+    if op == Op.RSQRT:
         return b.fdiv(const(ty, 1.0), _intrinsic(ctx, "llvm.sqrt", ty, [x]))
-    if op == "logistic":
+    if op == Op.LOGISTIC:
         fn = _mathlib_function(ctx, op, ty)
         if fn is not None:
             return b.call(fn, [x])
@@ -270,9 +271,9 @@ def _complex_op(ctx, inst, op, t: PrimitiveType, args):
     b = ctx.b
     ty = compute_type(t)
     (a, c) = parts(b, args[0])
-    if op == "negate":
+    if op == Op.NEGATE:
         return make_complex(b, ty, b.fneg(a), b.fneg(c))
-    if op == "abs":
+    if op == Op.ABS:
         fabs = lambda v: _intrinsic(ctx, "llvm.fabs", v.type, [v])
         big = b.call(declare_overloaded(ctx.module, "llvm.maxnum", a.type, [a, c]), [fabs(a), fabs(c)])
         small = b.call(declare_overloaded(ctx.module, "llvm.minnum", a.type, [a, c]), [fabs(a), fabs(c)])
@@ -283,19 +284,19 @@ def _complex_op(ctx, inst, op, t: PrimitiveType, args):
         nan = b.fcmp_unordered("uno", a, c)
         finite = b.select(nan, const(a.type, float("nan")), b.select(zero, const(a.type, 0.0), scaled))
         return b.select(inf, big, finite)
-    if op == "exponential":
+    if op == Op.EXPONENTIAL:
         e = call_math(ctx, "exponential", [a], a.type)
         return make_complex(b, ty, b.fmul(e, call_math(ctx, "cosine", [c], a.type)),
                             b.fmul(e, call_math(ctx, "sine", [c], a.type)))
     if len(args) == 2:
         x, y = parts(b, args[1])
-        if op == "add":
+        if op == Op.ADD:
             return make_complex(b, ty, b.fadd(a, x), b.fadd(c, y))
-        if op == "subtract":
+        if op == Op.SUBTRACT:
             return make_complex(b, ty, b.fsub(a, x), b.fsub(c, y))
-        if op == "multiply":
+        if op == Op.MULTIPLY:
             return make_complex(b, ty, b.fsub(b.fmul(a, x), b.fmul(c, y)), b.fadd(b.fmul(a, y), b.fmul(c, x)))
-        if op == "divide":
+        if op == Op.DIVIDE:
             denominator = b.fadd(b.fmul(x, x), b.fmul(y, y))
             re = b.fdiv(b.fadd(b.fmul(a, x), b.fmul(c, y)), denominator)
             im = b.fdiv(b.fsub(b.fmul(c, x), b.fmul(a, y)), denominator)

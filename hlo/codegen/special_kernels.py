@@ -17,6 +17,7 @@ from . import scalar_ops
 from .buffers import leaves_of
 from .elemental import const64, major_to_minor
 from .types import I1, I64, PTR, compute_type, load_element, store_element
+from ..opcodes import Op
 
 EMITTERS: dict = {}
 
@@ -35,9 +36,9 @@ def scratch_bytes(inst: Instruction) -> int:
     if inst.opcode in ("dot", "convolution", "fusion"):
         from .contraction import scratch_bytes as contraction_bytes
         return contraction_bytes(inst)
-    if inst.opcode == "sort":
+    if inst.opcode == Op.SORT:
         return 16 * inst.operands[0].shape.dims[inst.attrs["dimensions"][0]]
-    if inst.opcode == "topk" or (inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") == "TopK"):
+    if inst.opcode == Op.TOPK or (inst.opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_target") == "TopK"):
         return 16 * inst.operands[0].shape.dims[-1]
     return 0
 

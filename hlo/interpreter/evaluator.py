@@ -38,7 +38,7 @@ import numpy as np
 from ..attributes import ConvDims, DotDims, GatherDims, ReplicaGroups, ScatterDims, Window, WindowDim
 from ..diagnostics import HloError, error
 from ..ir import Computation, Instruction, Module
-from ..opcodes import OPCODES, Category
+from ..opcodes import Category, OPCODES, Op
 from ..shapes import Shape, primitive_type, type_of_dtype
 from . import elementwise, indexing, linalg, linear, rng, sorting, windows
 from .combiner import Combiner
@@ -182,7 +182,7 @@ class _PlanBuilder:
         for inst in comp.post_order():
             if id(inst) not in live:
                 continue
-            if inst.opcode == "parameter":
+            if inst.opcode == Op.PARAMETER:
                 slot_of[id(inst)] = param_slots[inst.attrs["parameter_number"]]
             else:
                 slot_of[id(inst)] = self.add_instruction(inst, [slot_of[id(op)] for op in inst.operands])
@@ -190,12 +190,12 @@ class _PlanBuilder:
 
     def add_instruction(self, inst: Instruction, operands: list[int]) -> int:
         if inst.opcode in ("call", "fusion"):
-            callee = inst.attrs["to_apply"] if inst.opcode == "call" else inst.attrs["calls"]
+            callee = inst.attrs["to_apply"] if inst.opcode == Op.CALL else inst.attrs["calls"]
             return self.add_computation(callee, dict(enumerate(operands)))
         alias = self._alias(inst, operands)
         if alias is not None:
             return alias
-        if inst.opcode == "reshape" and operands[0] in self.reshape_source:
+        if inst.opcode == Op.RESHAPE and operands[0] in self.reshape_source:
             source = self.reshape_source[operands[0]]
             if self.dims.get(source) == tuple(inst.shape.dims):
                 return source  # reshaped back to where it came from
@@ -204,9 +204,9 @@ class _PlanBuilder:
         self.steps.append((_handler_for(inst, self.batched), inst, tuple(operands), out))
         if self._is_static(inst, operands):
             self.static.add(out)
-        if inst.opcode == "tuple":
+        if inst.opcode == Op.TUPLE:
             self.tuple_parts[out] = tuple(operands)
-        elif inst.opcode == "reshape":
+        elif inst.opcode == Op.RESHAPE:
             self.reshape_source[out] = operands[0]
         return out
 
@@ -215,7 +215,7 @@ class _PlanBuilder:
         op = inst.opcode
         if op in _PASS_THROUGH:
             return operands[0]
-        if op == "get-tuple-element":
+        if op == Op.GET_TUPLE_ELEMENT:
             parts = self.tuple_parts.get(operands[0])
             return parts[inst.attrs["index"]] if parts is not None else None
         if not operands or op not in ("reshape", "broadcast", "transpose", "bitcast", "convert", "reverse"):
@@ -231,7 +231,7 @@ class _PlanBuilder:
             return operands[0]
         if op in ("broadcast", "transpose"):
             return operands[0] if tuple(inst.attrs.get("dimensions", ())) == tuple(range(result.rank)) else None
-        if op == "bitcast":
+        if op == Op.BITCAST:
             return operands[0] if source.minor_to_major() == result.minor_to_major() else None
         return None
 
@@ -268,7 +268,7 @@ def _compact_broadcasts(steps: list[tuple], root: int) -> list[tuple]:
     for step in steps:
         for slot in step[2]:
             users[slot].append(step)
-    candidates = {step[3] for step in steps if step[1].opcode == "broadcast"} - {root}
+    candidates = {step[3] for step in steps if step[1].opcode == Op.BROADCAST} - {root}
 
     def feeds_only_elementwise(slot: int) -> bool:
         return bool(users[slot]) and all(
@@ -326,7 +326,7 @@ _SCALAR_IDENTITY_OPS = frozenset({"broadcast", "reshape", "transpose", "copy", "
 
 def _handler_for(inst: Instruction, batched: bool) -> Callable:
     if batched and inst.opcode in _SCALAR_IDENTITY_OPS:
-        if inst.opcode == "bitcast" and inst.shape.element_type is not inst.operands[0].shape.element_type:
+        if inst.opcode == Op.BITCAST and inst.shape.element_type is not inst.operands[0].shape.element_type:
             return Evaluator._h_bitcast_convert  # a scalar bitcast between types of one width
         return Evaluator._h_identity
     handler = _HANDLERS.get(inst.opcode)
@@ -356,7 +356,7 @@ def _vectorisable(comp: Computation, seen: Optional[set] = None) -> bool:
         info = OPCODES.get(op)
         if info is None:
             return False
-        if op == "call":
+        if op == Op.CALL:
             if not _vectorisable(inst.attrs["to_apply"], seen):
                 return False
         elif not (info.category is Category.ELEMENTWISE or op in _SCALAR_IDENTITY_OPS
@@ -470,7 +470,7 @@ def _topk_custom_call(ev: "Evaluator", inst: Instruction, ops: list) -> Value:
     k = inst.shape.tuple_shapes[0].dims[-1]
     largest = True
     comps = inst.attrs.get("called_computations") or ()
-    if comps and comps[0].root.opcode == "compare":
+    if comps and comps[0].root.opcode == Op.COMPARE:
         largest = comps[0].root.attrs.get("direction") in ("GT", "GE")
     return sorting.topk(ops[0], k, largest)
 
@@ -1056,7 +1056,7 @@ class Evaluator:
 
     @_handles("call", "fusion")
     def _h_call(self, inst, ops):
-        callee = inst.attrs["to_apply"] if inst.opcode == "call" else inst.attrs["calls"]
+        callee = inst.attrs["to_apply"] if inst.opcode == Op.CALL else inst.attrs["calls"]
         return self._execute(self._plans.plan(callee), ops)
 
     @_handles("while")
@@ -1282,7 +1282,7 @@ class Evaluator:
     def _h_all_gather(self, inst, ops):
         groups, channel, global_ids = self._collective_args(inst)
         results = self.device.all_gather(list(ops), inst.attrs["dimensions"][0], groups, channel, global_ids)
-        if inst.opcode == "all-gather-start":
+        if inst.opcode == Op.ALL_GATHER_START:
             return _collective_start_value(inst.shape, ops, results)
         return tuple(results) if inst.shape.is_tuple else results[0]
 
@@ -1323,7 +1323,7 @@ class Evaluator:
             results = [self.device.collective_permute(ops[0], pairs, channel)]
         else:  # the combined form: one exchange for every operand
             results = list(self.device.collective_permute(list(ops), pairs, channel))
-        if inst.opcode == "collective-permute-start":
+        if inst.opcode == Op.COLLECTIVE_PERMUTE_START:
             return _collective_start_value(inst.shape, ops, results)
         return tuple(results) if len(ops) > 1 else results[0]
 

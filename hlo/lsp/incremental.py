@@ -44,6 +44,7 @@ from ..analysis.loading import without_cascades
 from .analysis import Analysis, Problem, Related, _problem
 from .index import INSTRUCTION, USE, CompEntry, InstrEntry, build_index
 from .text import token_end
+from ..opcodes import Op
 
 MAX_RECHECKED = 40               # instructions re-checked for one edit
 MAX_CALLEE_INSTRUCTIONS = 4000   # size of the computations copied into a small module
@@ -239,7 +240,7 @@ class _Rechecker:
                 raise _NotQuick()
             return None
         inst = found[0]
-        if inst.end > line.old_end or inst.opcode == "parameter":
+        if inst.end > line.old_end or inst.opcode == Op.PARAMETER:
             raise _NotQuick()
         return inst
 
@@ -473,7 +474,7 @@ def _shape_of_line(module, line_start: int, line_end: int) -> Optional[str]:
     if module is None or module.entry is None:
         return None
     on_line = [i for i in module.entry.instructions
-               if i.loc is not None and line_start <= i.loc.offset <= line_end and i.opcode != "parameter"]
+               if i.loc is not None and line_start <= i.loc.offset <= line_end and i.opcode != Op.PARAMETER]
     if not on_line:
         return None
     inst = min(on_line, key=lambda i: i.loc.offset)

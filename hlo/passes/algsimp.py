@@ -27,6 +27,7 @@ from .algsimp_rules import RULES
 from .analysis import has_side_effect
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, repeat_while_changing, replace
+from ..opcodes import Op
 
 MAX_SWEEPS = 50  # per computation; XLA's rerun limit is of the same order
 
@@ -80,7 +81,7 @@ def _sweep(comp: Computation, state: "_PassState") -> bool:
 
 
 def _rewritable(inst: Instruction, comp: Computation, tied: set[int]) -> bool:
-    if inst.opcode == "parameter" or has_side_effect(inst):
+    if inst.opcode == Op.PARAMETER or has_side_effect(inst):
         return False
     if inst.control_predecessors or id(inst) in tied:
         return False
@@ -91,7 +92,7 @@ def _rewritable(inst: Instruction, comp: Computation, tied: set[int]) -> bool:
 
 def _fusion_bodies(module: Module) -> set[int]:
     return {id(inst.attrs["calls"]) for inst in module.instructions()
-            if inst.opcode == "fusion" and inst.attrs.get("calls") is not None}
+            if inst.opcode == Op.FUSION and inst.attrs.get("calls") is not None}
 
 
 def _restore_operand_order(comp: Computation) -> None:

@@ -24,6 +24,7 @@ from ..attributes import DotDims
 from ..interpreter.elementwise import compare as compare_kernel
 from ..ir import Computation, Instruction
 from ..shapes import PrimitiveType, Shape
+from ..opcodes import Op
 
 # =========================================================================== facts about values
 
@@ -37,9 +38,9 @@ def splat_value(inst: Instruction):
     """The single value of a constant (possibly behind broadcasts) whose elements are all
     bitwise equal (so +0/-0 mixes are not splats, NaN splats are), as a numpy scalar;
     None otherwise."""
-    while inst.opcode == "broadcast":
+    while inst.opcode == Op.BROADCAST:
         inst = inst.operands[0]
-    if inst.opcode != "constant":
+    if inst.opcode != Op.CONSTANT:
         return None
     literal = inst.attrs.get("literal")
     if literal is None or literal.elided or literal.is_tuple or literal.array.size == 0:
@@ -136,25 +137,25 @@ def is_non_negative(inst: Instruction) -> bool:
     if t is None:
         return False
     op = inst.opcode
-    if op == "multiply":
+    if op == Op.MULTIPLY:
         return inst.operands[0] is inst.operands[1] and not t.is_signed_int
-    if op == "exponential":
+    if op == Op.EXPONENTIAL:
         return True
-    if op == "abs":
+    if op == Op.ABS:
         return not t.is_signed_int or is_non_negative(inst.operands[0])
-    if op == "broadcast":
+    if op == Op.BROADCAST:
         return is_non_negative(inst.operands[0])
-    if op == "constant" and inst.shape.rank == 0 and t.is_arithmetic and not t.is_complex:
+    if op == Op.CONSTANT and inst.shape.rank == 0 and t.is_arithmetic and not t.is_complex:
         v = splat_value(inst)
         return v is not None and not np.isnan(float(v)) and not np.signbit(float(v))
-    if op == "iota":
+    if op == Op.IOTA:
         n = inst.shape.dims[inst.attrs["iota_dimension"]]
         return not t.is_signed_int or t.bits >= 64 or n <= 2 ** (t.bits - 1)
-    if op == "maximum":
+    if op == Op.MAXIMUM:
         return is_non_negative(inst.operands[0]) or is_non_negative(inst.operands[1])
-    if op == "minimum":
+    if op == Op.MINIMUM:
         return is_non_negative(inst.operands[0]) and is_non_negative(inst.operands[1])
-    if op == "select":
+    if op == Op.SELECT:
         return is_non_negative(inst.operands[1]) and is_non_negative(inst.operands[2])
     return False
 
@@ -316,7 +317,7 @@ def multiply_zero(ctx, inst):
 def multiply_negations(ctx, inst):
     """(-A) * (-B) -> A * B (in place)."""
     a, b = inst.operands
-    if a.opcode == "negate" and b.opcode == "negate":
+    if a.opcode == Op.NEGATE and b.opcode == Op.NEGATE:
         inst.set_operands([a.operands[0], b.operands[0]])
         return inst
     return None
@@ -400,7 +401,7 @@ def minmax_neutral_bound(ctx, inst):
     t = inst.shape.element_type
     if not (t.is_integral or t.is_float):
         return None
-    bound = lowest_value(t) if inst.opcode == "maximum" else highest_value(t)
+    bound = lowest_value(t) if inst.opcode == Op.MAXIMUM else highest_value(t)
     a, b = inst.operands
     for x, other in ((a, b), (b, a)):
         if is_all(other, bound) and ctx.can_replace(inst, x):
@@ -422,7 +423,7 @@ def minmax_nested(ctx, inst):
 def clamp_of_clamp(ctx, inst):
     """clamp(lo, clamp(lo, X, hi), hi) -> clamp(lo, X, hi)."""
     lo, x, hi = inst.operands
-    if x.opcode == "clamp" and x.operands[0] is lo and x.operands[2] is hi and ctx.can_replace(inst, x):
+    if x.opcode == Op.CLAMP and x.operands[0] is lo and x.operands[2] is hi and ctx.can_replace(inst, x):
         return x
     return None
 
@@ -454,12 +455,12 @@ def abs_of_non_negative(ctx, inst):
 def real_imag_of_real(ctx, inst):
     """real(A) -> A and imag(A) -> 0 when A is not complex; real/imag(complex(R, I)) -> R / I."""
     a = inst.operands[0]
-    if a.opcode == "complex":
-        part = a.operands[0 if inst.opcode == "real" else 1]
+    if a.opcode == Op.COMPLEX:
+        part = a.operands[0 if inst.opcode == Op.REAL else 1]
         return part if ctx.can_replace(inst, part) else None
     if a.shape.element_type.is_complex:
         return None
-    if inst.opcode == "real":
+    if inst.opcode == Op.REAL:
         return a if ctx.can_replace(inst, a) else None
     return ctx.splat(0, inst.shape)
 
@@ -467,7 +468,7 @@ def real_imag_of_real(ctx, inst):
 def complex_of_parts(ctx, inst):
     """complex(real(C), imag(C)) -> C."""
     r, i = inst.operands
-    if r.opcode == "real" and i.opcode == "imag" and r.operands[0] is i.operands[0] \
+    if r.opcode == Op.REAL and i.opcode == Op.IMAG and r.operands[0] is i.operands[0] \
             and ctx.can_replace(inst, r.operands[0]):
         return r.operands[0]
     return None
@@ -497,7 +498,7 @@ def select_constant_predicate(ctx, inst):
 def select_of_not(ctx, inst):
     """select(not(P), A, B) -> select(P, B, A)."""
     p, a, b = inst.operands
-    if p.opcode == "not":
+    if p.opcode == Op.NOT:
         return ctx.add("select", inst.shape, [p.operands[0], b, a], final=True)
     return None
 
@@ -582,7 +583,7 @@ def convert_round_trip(ctx, inst):
     """convert(convert(A, T1), T0) -> A when A has type T0 and T0 -> T1 is lossless
     (s8 -> s32 -> s8, f16 -> f32 -> f16, ...; XLA's IsConvertPairNoOp)."""
     inner = inst.operands[0]
-    if inner.opcode != "convert":
+    if inner.opcode != Op.CONVERT:
         return None
     a = inner.operands[0]
     if a.shape.element_type == inst.shape.element_type \
@@ -604,7 +605,7 @@ def bitcast_convert_chain(ctx, inst):
     """bitcast-convert(bitcast-convert(A)) -> bitcast-convert(A) when that is a valid
     bitcast-convert (A -> result widths and dimensions line up)."""
     inner = inst.operands[0]
-    if inner.opcode != "bitcast-convert":
+    if inner.opcode != Op.BITCAST_CONVERT:
         return None
     a = inner.operands[0]
     if not _bitcast_convert_fits(a.shape, inst.shape):
@@ -627,9 +628,9 @@ def copy_or_bitcast_noop(ctx, inst):
     """copy(A) -> A and bitcast(A) -> A when the shapes are equal, layouts included
     (a copy that changes the layout is kept). A copy at the entry root with a sharding stays."""
     a = inst.operands[0]
-    if inst.opcode == "copy" and inst.sharding is not None and ctx.is_entry_root(inst):
+    if inst.opcode == Op.COPY and inst.sharding is not None and ctx.is_entry_root(inst):
         return None
-    if inst.opcode == "bitcast" and a.shape.element_type != inst.shape.element_type:
+    if inst.opcode == Op.BITCAST and a.shape.element_type != inst.shape.element_type:
         return None
     return a if ctx.can_replace(inst, a) else None
 
@@ -637,7 +638,7 @@ def copy_or_bitcast_noop(ctx, inst):
 def copy_of_copy(ctx, inst):
     """copy(copy(A)) -> copy(A) (or A when A already has the final layout)."""
     inner = inst.operands[0]
-    if inner.opcode != "copy":
+    if inner.opcode != Op.COPY:
         return None
     a = inner.operands[0]
     if ctx.can_replace(inst, a):
@@ -648,7 +649,7 @@ def copy_of_copy(ctx, inst):
 def bitcast_of_bitcast(ctx, inst):
     """bitcast(bitcast(A)) -> bitcast(A) (or A when the shapes are equal)."""
     inner = inst.operands[0]
-    if inner.opcode != "bitcast":
+    if inner.opcode != Op.BITCAST:
         return None
     a = inner.operands[0]
     if a.shape.element_type == inst.shape.element_type and ctx.can_replace(inst, a):
@@ -675,7 +676,7 @@ def reduce_precision_noop(ctx, inst):
 def reshape_of_reshape(ctx, inst):
     """reshape(reshape(A)) -> reshape(A)."""
     inner = inst.operands[0]
-    if inner.opcode != "reshape":
+    if inner.opcode != Op.RESHAPE:
         return None
     return ctx.add("reshape", inst.shape, [inner.operands[0]], final=True)
 
@@ -684,7 +685,7 @@ def reshape_of_broadcast(ctx, inst):
     """reshape(broadcast(X)) -> broadcast(X) when the reshape leaves X's dimensions intact
     (always for a scalar X)."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast":
+    if inner.opcode != Op.BROADCAST:
         return None
     x = inner.operands[0]
     dims = tuple(broadcast_dims(inner))
@@ -698,7 +699,7 @@ def reshape_of_broadcast(ctx, inst):
 
 def reshape_zero_elements(ctx, inst):
     """A reshape to a zero-element shape -> an empty constant."""
-    if inst.shape.element_count() != 0 or inst.operands[0].opcode == "constant":
+    if inst.shape.element_count() != 0 or inst.operands[0].opcode == Op.CONSTANT:
         return None
     empty = np.zeros(inst.shape.dims, dtype=inst.shape.element_type.dtype)
     return ctx.constant_array(empty, inst.shape, final=True)
@@ -715,7 +716,7 @@ def transpose_identity(ctx, inst):
 def transpose_of_transpose(ctx, inst):
     """transpose(transpose(A, p1), p2) -> transpose(A, p1[p2[i]])."""
     inner = inst.operands[0]
-    if inner.opcode != "transpose":
+    if inner.opcode != Op.TRANSPOSE:
         return None
     p1, p2 = inner.attrs["dimensions"], inst.attrs["dimensions"]
     perm = tuple(p1[p2[i]] for i in range(len(p2)))
@@ -738,7 +739,7 @@ def transpose_of_degenerate_dims(ctx, inst):
 def transpose_of_broadcast(ctx, inst):
     """transpose(broadcast(X)) -> broadcast(X) when the transpose keeps X's dimensions in order."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast":
+    if inner.opcode != Op.BROADCAST:
         return None
     dims = tuple(broadcast_dims(inner))
     if list(dims) != sorted(dims):
@@ -769,7 +770,7 @@ def broadcast_as_reshape(ctx, inst):
 def broadcast_of_broadcast(ctx, inst):
     """broadcast(broadcast(X, d1), d2) -> broadcast(X, d2[d1[i]])."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast":
+    if inner.opcode != Op.BROADCAST:
         return None
     outer = broadcast_dims(inst)
     dims = tuple(outer[d] for d in broadcast_dims(inner))
@@ -779,7 +780,7 @@ def broadcast_of_broadcast(ctx, inst):
 def broadcast_of_degenerate_reshape(ctx, inst):
     """broadcast(reshape(X)) where the reshape only inserts size-1 dimensions -> broadcast(X)."""
     inner = inst.operands[0]
-    if inner.opcode != "reshape":
+    if inner.opcode != Op.RESHAPE:
         return None
     change = ones_inserted_or_deleted(inner.operands[0].shape.dims, inner.shape.dims)
     if change is None or change[0]:
@@ -792,7 +793,7 @@ def broadcast_of_degenerate_reshape(ctx, inst):
 def broadcast_of_iota(ctx, inst):
     """broadcast(iota) -> iota along the mapped dimension."""
     inner = inst.operands[0]
-    if inner.opcode != "iota":
+    if inner.opcode != Op.IOTA:
         return None
     dim = broadcast_dims(inst)[inner.attrs["iota_dimension"]]
     return ctx.add("iota", inst.shape, [], {"iota_dimension": dim}, final=True)
@@ -820,7 +821,7 @@ def iota_trivial(ctx, inst):
 def slice_of_slice(ctx, inst):
     """slice(slice(A)) -> one slice of A (strides multiply)."""
     inner = inst.operands[0]
-    if inner.opcode != "slice":
+    if inner.opcode != Op.SLICE:
         return None
     ranges = []
     for (s2, _, t2), (s1, _, t1), n in zip(inst.attrs["slice"], inner.attrs["slice"], inst.shape.dims):
@@ -833,7 +834,7 @@ def slice_of_broadcast(ctx, inst):
     """slice(broadcast(X)) -> broadcast(slice(X)), or broadcast(X) when only the broadcast's
     new dimensions are sliced."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast":
+    if inner.opcode != Op.BROADCAST:
         return None
     x = inner.operands[0]
     dims = broadcast_dims(inner)
@@ -848,7 +849,7 @@ def slice_of_broadcast(ctx, inst):
 def slice_of_pad(ctx, inst):
     """slice(pad(X, v)): only padding -> broadcast(v); exactly X -> X; inside X -> slice(X)."""
     pad = inst.operands[0]
-    if pad.opcode != "pad":
+    if pad.opcode != Op.PAD:
         return None
     x, value = pad.operands
     undoes, inside, starts, limits = True, True, [], []
@@ -872,7 +873,7 @@ def slice_of_concatenate(ctx, inst):
     """An unstrided slice of a concatenate reading a single operand -> that operand or a slice
     of it; reading a run of operands -> a slice of their concatenate."""
     concat = inst.operands[0]
-    if concat.opcode != "concatenate" or any(r[2] != 1 for r in inst.attrs["slice"]):
+    if concat.opcode != Op.CONCATENATE or any(r[2] != 1 for r in inst.attrs["slice"]):
         return None
     dim = concat.attrs["dimensions"][0]
     start, limit, _ = inst.attrs["slice"][dim]
@@ -912,7 +913,7 @@ def reverse_trivial(ctx, inst):
 def reverse_of_reverse(ctx, inst):
     """reverse(reverse(A, d1), d2) -> A when d1 = d2, else reverse(A, d1 xor d2)."""
     inner = inst.operands[0]
-    if inner.opcode != "reverse":
+    if inner.opcode != Op.REVERSE:
         return None
     dims = tuple(sorted(set(inst.attrs["dimensions"]) ^ set(inner.attrs["dimensions"])))
     a = inner.operands[0]
@@ -925,7 +926,7 @@ def reverse_of_broadcast(ctx, inst):
     """reverse(broadcast(X)) over dimensions the broadcast added -> broadcast(X) (the values do
     not vary along them)."""
     inner = inst.operands[0]
-    if inner.opcode != "broadcast" or set(inst.attrs["dimensions"]) & set(broadcast_dims(inner)):
+    if inner.opcode != Op.BROADCAST or set(inst.attrs["dimensions"]) & set(broadcast_dims(inner)):
         return None
     return ctx.add("broadcast", inst.shape, [inner.operands[0]], {"dimensions": broadcast_dims(inner)},
                    final=True)
@@ -980,7 +981,7 @@ def concatenate_flatten(ctx, inst):
     dim = inst.attrs["dimensions"]
     flat = []
     for op in inst.operands:
-        flat.extend(op.operands if op.opcode == "concatenate" and op.attrs["dimensions"] == dim else [op])
+        flat.extend(op.operands if op.opcode == Op.CONCATENATE and op.attrs["dimensions"] == dim else [op])
     if len(flat) == len(inst.operands):
         return None
     return ctx.add("concatenate", inst.shape, flat, dict(inst.attrs), final=True)
@@ -1018,7 +1019,7 @@ def concatenate_adjacent_slices(ctx, inst):
 
 
 def _continues_slice(prev: Instruction, op: Instruction, dim: int) -> bool:
-    if prev.opcode != "slice" or op.opcode != "slice" or prev.operands[0] is not op.operands[0]:
+    if prev.opcode != Op.SLICE or op.opcode != Op.SLICE or prev.operands[0] is not op.operands[0]:
         return False
     a, b = prev.attrs["slice"], op.attrs["slice"]
     if any(r[2] != 1 for r in a) or any(r[2] != 1 for r in b):
@@ -1034,7 +1035,7 @@ def concatenate_with_broadcast_scalar(ctx, inst):
     a, b = inst.operands
     dim = inst.attrs["dimensions"][0]
     for filler, x, low in ((a, b, True), (b, a, False)):
-        if filler.opcode == "broadcast" and filler.operands[0].shape.is_scalar:
+        if filler.opcode == Op.BROADCAST and filler.operands[0].shape.is_scalar:
             size = filler.shape.dims[dim]
             padding = tuple(((size, 0, 0) if low else (0, size, 0)) if k == dim else (0, 0, 0)
                             for k in range(inst.shape.rank))
@@ -1060,11 +1061,11 @@ def concatenate_repeated_unit(ctx, inst):
 def dynamic_slice_constant_starts(ctx, inst):
     """dynamic-slice with constant starts -> slice (starts clamped into bounds, as XLA does)."""
     a, starts = inst.operands[0], inst.operands[1:]
-    if a.opcode == "constant" or len(starts) != a.shape.rank:
+    if a.opcode == Op.CONSTANT or len(starts) != a.shape.rank:
         return None
     ranges = []
     for s, n, size in zip(starts, inst.shape.dims, a.shape.dims):
-        v = splat_value(s) if s.opcode == "constant" and s.shape.element_type.is_integral else None
+        v = splat_value(s) if s.opcode == Op.CONSTANT and s.shape.element_type.is_integral else None
         if v is None or int(v) < 0:
             return None
         begin = min(int(v), size - n)
@@ -1098,13 +1099,13 @@ def map_trivial(ctx, inst):
     a single elementwise op over the parameters -> that op on the operands."""
     comp = inst.attrs["to_apply"]
     root = comp.root
-    if root.opcode == "parameter":
+    if root.opcode == Op.PARAMETER:
         x = inst.operands[root.parameter_number]
         return x if ctx.can_replace(inst, x) else None
-    if root.opcode == "constant" and root.shape.is_scalar:
+    if root.opcode == Op.CONSTANT and root.shape.is_scalar:
         const = ctx.constant_array(root.literal.array, root.shape)
         return ctx.broadcast_to(const, inst.shape, final=True)
-    if not root.info.is_elementwise or not root.operands or any(op.opcode != "parameter" for op in root.operands):
+    if not root.info.is_elementwise or not root.operands or any(op.opcode != Op.PARAMETER for op in root.operands):
         return None
     operands = [inst.operands[op.parameter_number] for op in root.operands]
     return ctx.add(root.opcode, inst.shape, operands, dict(root.attrs), final=True)
@@ -1264,7 +1265,7 @@ def reduce_of_broadcast(ctx, inst):
     if len(inst.operands) != 2:
         return None
     arg, init = inst.operands
-    if arg.opcode != "broadcast":
+    if arg.opcode != Op.BROADCAST:
         return None
     x = arg.operands[0]
     bdims = broadcast_dims(arg)
@@ -1281,7 +1282,7 @@ def reduce_of_broadcast(ctx, inst):
         new_dims = tuple(bdims[k] - sum(1 for d in rdims if d < bdims[k]) for k in kept)
         return ctx.add("broadcast", inst.shape, [reduced], {"dimensions": new_dims}, final=True)
     t = inst.shape.element_type
-    if opcode != "add" or t.is_pred or list(bdims) != sorted(bdims) or any(d in bdims for d in rdims):
+    if opcode != Op.ADD or t.is_pred or list(bdims) != sorted(bdims) or any(d in bdims for d in rdims):
         return None
     copies = math.prod(arg.shape.dims[d] for d in rdims)
     scaled = ctx.add("multiply", x.shape.with_default_layouts(), [x, ctx.splat(copies, x.shape)])
@@ -1297,9 +1298,9 @@ def reduce_of_transpose(ctx, inst):
     if len(inst.operands) != 2:
         return None
     arg, init = inst.operands
-    if arg.opcode != "transpose":
+    if arg.opcode != Op.TRANSPOSE:
         return None
-    if not (inst.shape.rank < 2 or user_count(arg) == 1 or all(u.opcode == "reduce" for u in arg.users)):
+    if not (inst.shape.rank < 2 or user_count(arg) == 1 or all(u.opcode == Op.REDUCE for u in arg.users)):
         return None
     perm = arg.attrs["dimensions"]
     x = arg.operands[0]

@@ -1,7 +1,6 @@
 """Facts about instructions that several passes need, computed without changing anything.
 
-Side effects (what may never be removed, duplicated or reordered), control
-dependencies, the computations an instruction reaches, constant values, and
+The computations an instruction reaches, constant values, and
 `evaluate_cone`, which runs a piece of a computation through the interpreter
 (constant folding and trip counts use it).
 """
@@ -11,46 +10,12 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ..analysis.effects import (computation_has_side_effect, has_control_dependencies, has_side_effect,
+                                has_side_effect_anywhere, is_control_predecessor)
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import OPCODES
+from ..opcodes import OPCODES, Op
 from ..shapes import Shape
-
-# --------------------------------------------------------------------------- side effects
-
-
-def has_side_effect(inst: Instruction) -> bool:
-    """Instructions that must stay even when their value is unused (control flow included)."""
-    info = OPCODES.get(inst.opcode)
-    if info is not None and info.side_effect:
-        return True
-    if inst.opcode == "custom-call" and inst.attrs.get("custom_call_has_side_effect"):
-        return True
-    return any(has_side_effect(i) for c in inst.called_computations() for i in c.instructions
-               if inst.opcode in ("call", "while", "conditional"))
-
-
-def has_side_effect_anywhere(inst: Instruction) -> bool:
-    """A side effect in the instruction or anywhere in the computations it calls (fusions, maps ...)."""
-    return has_side_effect(inst) or any(computation_has_side_effect(c) for c in inst.called_computations())
-
-
-def computation_has_side_effect(comp: Computation) -> bool:
-    return any(has_side_effect_anywhere(i) for i in comp.instructions)
-
-
-# --------------------------------------------------------------------------- control dependencies
-
-
-def is_control_predecessor(inst: Instruction) -> bool:
-    """Some instruction of the same computation must run after `inst`."""
-    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
-
-
-def has_control_dependencies(inst: Instruction) -> bool:
-    """`inst` is ordered against other instructions beyond its operands: passes leave it in place."""
-    return bool(inst.control_predecessors) or is_control_predecessor(inst)
-
 
 # --------------------------------------------------------------------------- call graph
 
@@ -79,7 +44,7 @@ def reachable_computations(roots: Iterable[Computation],
 
 def literal_value(inst: Instruction) -> Optional[np.ndarray]:
     """The array of a non-elided array constant, else None."""
-    if inst.opcode != "constant":
+    if inst.opcode != Op.CONSTANT:
         return None
     lit: Literal = inst.attrs["literal"]
     if lit.elided or lit.is_tuple:
@@ -126,9 +91,9 @@ def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.nda
             new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
                               attrs={"parameter_number": len(inputs)})
             inputs.append(bindings[id(inst)])
-        elif inst.opcode == "parameter":
+        elif inst.opcode == Op.PARAMETER:
             raise EvaluationError(f"{inst.name} is an unbound parameter")
-        elif inst.opcode == "constant" and inst.attrs["literal"].elided:
+        elif inst.opcode == Op.CONSTANT and inst.attrs["literal"].elided:
             raise EvaluationError(f"the value of {inst.name} was elided")
         else:
             new = inst.clone([visit(op) for op in inst.operands], f"v.{len(mapping)}")

@@ -26,6 +26,7 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import S32, PrimitiveType, Shape
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
+from ..opcodes import Op
 
 _BATCH_NORM_OPS = ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")
 
@@ -77,7 +78,7 @@ class _Expansion:
         handler = {"batch-norm-training": self.training, "batch-norm-inference": self.inference,
                    "batch-norm-grad": self.grad}[self.bn.opcode]
         result = handler()
-        if result.opcode == "tuple":
+        if result.opcode == Op.TUPLE:
             result.sharding = self.bn.sharding
         replace(self.bn, result)
 

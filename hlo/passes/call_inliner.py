@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ir import Module, NameUniquer
 from .pass_manager import Pass, register
 from .rewrite import inline_call
+from ..opcodes import Op
 
 
 @register
@@ -16,7 +17,7 @@ class CallInliner(Pass):
         changed = False
         for comp in module.callees_first():
             for inst in list(comp.instructions):
-                if inst.opcode == "call" and inst.parent is comp:
+                if inst.opcode == Op.CALL and inst.parent is comp:
                     inline_call(inst, names)
                     changed = True
         if changed and module.entry is not None:

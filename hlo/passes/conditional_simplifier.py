@@ -26,6 +26,7 @@ from ..shapes import Shape
 from .analysis import has_control_dependencies, has_side_effect, literal_value, reachable_computations
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, clone_computation, replace_by_inlined_call
+from ..opcodes import Op
 
 _CHANNEL_OPCODES = {"send", "send-done", "recv", "recv-done"}
 
@@ -38,7 +39,7 @@ class ConditionalSimplifier(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         conditionals = [i for c in module.computations for i in c.post_order()
-                        if i.opcode == "conditional" and i.sharding is None and not _calls_channels(i)]
+                        if i.opcode == Op.CONDITIONAL and i.sharding is None and not _calls_channels(i)]
         changed = False
         removed: set[int] = set()
         for cond in conditionals:
@@ -76,14 +77,14 @@ def _calls_channels(inst: Instruction) -> bool:
 
 def _gte_users_only(cond: Instruction) -> bool:
     return (cond.users and cond is not cond.parent.root and cond.shape.is_tuple
-            and all(u.opcode == "get-tuple-element" for u in cond.users))
+            and all(u.opcode == Op.GET_TUPLE_ELEMENT for u in cond.users))
 
 
 # --------------------------------------------------------------------------- result tuples
 
 def merge_duplicate_tuple_elements(cond: Instruction) -> bool:
     """Users of result j read index i instead when every branch returns the same value at i and j."""
-    if not _gte_users_only(cond) or any(b.root.opcode != "tuple" for b in branches(cond)):
+    if not _gte_users_only(cond) or any(b.root.opcode != Op.TUPLE for b in branches(cond)):
         return False
     first_index: dict[tuple, int] = {}
     changed = False
@@ -121,13 +122,13 @@ def remove_unused_tuple_elements(cond: Instruction, rewriter: Rewriter) -> bool:
 
 def _narrowed_root(comp: Computation, used: list[int], rewriter: Rewriter) -> Instruction:
     root = comp.root
-    if root.opcode == "tuple":
+    if root.opcode == Op.TUPLE:
         elements = [root.operands[i] for i in used]
     else:
         elements = [rewriter.add(comp, "get-tuple-element", root.shape.tuple_shapes[i], [root], {"index": i},
                                  like=root) for i in used]
     new_root = rewriter.add(comp, "tuple", Shape.tuple_of(e.shape for e in elements), elements, like=root)
-    if root.opcode == "tuple" and not root.users:
+    if root.opcode == Op.TUPLE and not root.users:
         comp.remove(root)
     return new_root
 
@@ -180,7 +181,7 @@ def _narrow_branch_parameter(branch: Computation, calling: list[Instruction], re
     param = branch.parameters[0]
     if param is branch.root or not param.shape.is_tuple:
         return False
-    if any(u.opcode != "get-tuple-element" for u in param.users):
+    if any(u.opcode != Op.GET_TUPLE_ELEMENT for u in param.users):
         return False
     keep = sorted({u.attrs["index"] for u in param.users})
     if len(keep) == len(param.shape.tuple_shapes):
@@ -202,7 +203,7 @@ def _pass_narrower_tuple(cond: Instruction, index: int, keep: list[int], branch:
                          rewriter: Rewriter) -> None:
     comp = cond.parent
     operand = cond.operands[1 + index]
-    if operand.opcode == "tuple":
+    if operand.opcode == Op.TUPLE:
         elements = [operand.operands[i] for i in keep]
     else:
         elements = [rewriter.add(comp, "get-tuple-element", operand.shape.tuple_shapes[i], [operand],

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Computation, Instruction, Module
-from ..opcodes import OPCODES, Category
+from ..opcodes import Category, OPCODES, Op
 from .analysis import EvaluationError, evaluate_cone, has_control_dependencies, has_side_effect
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
@@ -75,17 +75,17 @@ def _operands_allow_folding(inst: Instruction) -> bool:
 
 
 def _any_operand_constant(inst: Instruction) -> bool:
-    return any(op.opcode == "constant" or (op.opcode == "tuple" and _any_operand_constant(op))
+    return any(op.opcode == Op.CONSTANT or (op.opcode == Op.TUPLE and _any_operand_constant(op))
                for op in inst.operands)
 
 
 def _all_operands_constant_like(inst: Instruction) -> bool:
     for op in inst.operands:
-        if op.opcode == "tuple":
+        if op.opcode == Op.TUPLE:
             if not _all_operands_constant_like(op):
                 return False
         elif not (op.opcode in ("constant", "iota")
-                  or (op.opcode == "broadcast" and op.operands[0].opcode == "constant")):
+                  or (op.opcode == Op.BROADCAST and op.operands[0].opcode == Op.CONSTANT)):
             return False
     return True
 
@@ -103,7 +103,7 @@ def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
         return False
     if has_side_effect(inst) or has_control_dependencies(inst):
         return False
-    if inst.opcode == "pad" and inst.operands[0].opcode == "broadcast":
+    if inst.opcode == Op.PAD and inst.operands[0].opcode == Op.BROADCAST:
         return False  # slow to evaluate for little gain (XLA skips it too)
     if _too_large(inst):
         return False

@@ -5,6 +5,7 @@ from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from .analysis import has_side_effect
 from .pass_manager import Pass, register
+from ..opcodes import Op
 
 
 @register
@@ -23,7 +24,7 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
-        if inst.opcode == "parameter" or has_side_effect(inst) or inst.opcode.startswith("rng"):
+        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode.startswith("rng"):
             continue
         key = _key(inst, fingerprints)
         if key is None:

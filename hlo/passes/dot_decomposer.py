@@ -22,6 +22,7 @@ from ..ir import Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
+from ..opcodes import Op
 
 
 @register
@@ -31,7 +32,7 @@ class DotDecomposer(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        dots = unfused_instructions(module, lambda inst: inst.opcode == "dot" and needs_canonicalizing(inst))
+        dots = unfused_instructions(module, lambda inst: inst.opcode == Op.DOT and needs_canonicalizing(inst))
         for inst in dots:
             canonicalize_dot(inst, rewriter)
         return bool(dots)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from ..opcodes import OPCODES, Category
+from ..opcodes import Category, OPCODES, Op
 from .analysis import reachable_computations
 from .pass_manager import Pass, register
 
@@ -94,8 +94,8 @@ def fused_body(inst: Instruction) -> Computation:
 
 def fused_instructions(inst: Instruction) -> list[Instruction]:
     """The instructions a (fusion) instruction stands for."""
-    if inst.opcode == "fusion":
-        return [i for i in fused_body(inst).instructions if i.opcode != "parameter"]
+    if inst.opcode == Op.FUSION:
+        return [i for i in fused_body(inst).instructions if i.opcode != Op.PARAMETER]
     return [inst]
 
 
@@ -112,7 +112,7 @@ def is_loop_fusible(inst: Instruction) -> bool:
 
 def is_expensive(inst: Instruction) -> bool:
     """XLA:CPU's cost model: work we would rather not do twice."""
-    if inst.opcode == "fusion":
+    if inst.opcode == Op.FUSION:
         return any(is_expensive(i) for i in fused_instructions(inst))
     info = OPCODES.get(inst.opcode)
     if info is None:
@@ -121,7 +121,7 @@ def is_expensive(inst: Instruction) -> bool:
         return inst.shape.element_type.is_complex
     if inst.opcode in ("divide", "remainder"):
         return not inst.shape.element_type.is_integral or not _is_constant_scalar_like(inst.operands[1])
-    if inst.opcode == "convert":
+    if inst.opcode == Op.CONVERT:
         return inst.shape.element_type.name == "bf16" and inst.operands[0].shape.element_type.name == "f32"
     if info.category is Category.ELEMENTWISE:
         return info.transcendental or inst.opcode in EXPENSIVE_ELEMENTWISE or info.side_effect
@@ -129,32 +129,32 @@ def is_expensive(inst: Instruction) -> bool:
 
 
 def _is_constant_scalar_like(inst: Instruction) -> bool:
-    if inst.opcode == "broadcast":
+    if inst.opcode == Op.BROADCAST:
         inst = inst.operands[0]
-    return inst.opcode == "constant" and is_effective_scalar(inst)
+    return inst.opcode == Op.CONSTANT and is_effective_scalar(inst)
 
 
 def is_always_duplicable(inst: Instruction) -> bool:
     """Broadcasts and widening converts only get cheaper when fused into every user."""
-    if inst.opcode == "broadcast":
+    if inst.opcode == Op.BROADCAST:
         return True
-    return inst.opcode == "convert" and inst.operands[0].shape.byte_size() < inst.shape.byte_size()
+    return inst.opcode == Op.CONVERT and inst.operands[0].shape.byte_size() < inst.shape.byte_size()
 
 
 def op_reuses_operand(inst: Instruction, index: int) -> bool:
     """Whether `inst` reads elements of operand `index` more than once."""
     operand = inst.operands[index]
-    if inst.opcode == "broadcast":
+    if inst.opcode == Op.BROADCAST:
         return inst.shape.element_count() > operand.shape.element_count()
     if inst.opcode in ("dot", "convolution", "reduce-window", "select-and-scatter"):
         return True
-    if inst.opcode == "gather":
+    if inst.opcode == Op.GATHER:
         return index == 0
     return False
 
 
 def reuses_operand_elements(consumer: Instruction, index: int) -> bool:
-    if consumer.opcode != "fusion":
+    if consumer.opcode != Op.FUSION:
         return op_reuses_operand(consumer, index)
     param = _parameter(fused_body(consumer), index)
     return _read_at(param, {}) is REUSED
@@ -194,7 +194,7 @@ def _read_at(value: Instruction, memo: dict[int, object]):
 
 def _parameter(body: Computation, number: int) -> Instruction:
     for inst in body.instructions:
-        if inst.opcode == "parameter" and inst.attrs["parameter_number"] == number:
+        if inst.opcode == Op.PARAMETER and inst.attrs["parameter_number"] == number:
             return inst
     raise KeyError(number)
 
@@ -217,7 +217,7 @@ def effectively_at_most_unary(inst: Instruction) -> bool:
     rank = max((len([d for d in s.dims if d != 1]) for _, s in inst.shape.leaves() if s.is_array), default=0)
     big = 0
     for op in inst.operands:
-        if op.opcode in ("broadcast", "iota") or (op.opcode == "constant" and is_effective_scalar(op)):
+        if op.opcode in ("broadcast", "iota") or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
             continue
         if not op.shape.is_tuple and len([d for d in op.shape.dims if d != 1]) >= rank:
             big += 1
@@ -266,7 +266,7 @@ class ComputationFuser:
                     do_not_duplicate.discard(id(producer))
                     self._dequeue(producer)
                     self.comp.remove(producer)
-                    if producer.opcode == "fusion":
+                    if producer.opcode == Op.FUSION:
                         self._drop_computation(fused_body(producer))
                 break
         for body in self.bodies:
@@ -297,26 +297,26 @@ class ComputationFuser:
     def _can_consume(self, inst: Instruction) -> bool:
         if self._pinned(inst):
             return False
-        if inst.opcode == "fusion":
+        if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
-        return is_loop_fusible(inst) or inst.opcode == "reduce-window"
+        return is_loop_fusible(inst) or inst.opcode == Op.REDUCE_WINDOW
 
     def _can_produce(self, inst: Instruction) -> bool:
         if inst is self.comp.root or self._pinned(inst):
             return False
-        if inst.opcode == "fusion":
+        if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
-        if inst.opcode == "constant":
+        if inst.opcode == Op.CONSTANT:
             return is_effective_scalar(inst)
-        return is_loop_fusible(inst) or inst.opcode in OUTPUT_HEROES or inst.opcode == "reduce-window"
+        return is_loop_fusible(inst) or inst.opcode in OUTPUT_HEROES or inst.opcode == Op.REDUCE_WINDOW
 
     def should_fuse(self, consumer: Instruction, index: int, may_duplicate_expensive: bool = False) -> bool:
         producer = consumer.operands[index]
         if not self._can_produce(producer) or not self._can_consume(consumer):
             return False
-        if producer.opcode == "constant":
+        if producer.opcode == Op.CONSTANT:
             # Fuse scalar constants, but never make a fusion of just a constant and one op.
-            return consumer.opcode == "fusion"
+            return consumer.opcode == Op.FUSION
         if self._feeds_output_hero(consumer, producer):
             return False
         produced = fused_instructions(producer)
@@ -342,13 +342,13 @@ class ComputationFuser:
         consumed = fused_instructions(consumer)
         if _count(consumed, OUTPUT_HEROES | REDUCTION_HEROES):
             return False
-        epilogue_ok = all(is_loop_fusible(i) and i.opcode not in ("gather", "reduce") or i.opcode == "constant"
+        epilogue_ok = all(is_loop_fusible(i) and i.opcode not in ("gather", "reduce") or i.opcode == Op.CONSTANT
                           for i in consumed)
         return epilogue_ok and _elements(consumer.shape) == _elements(producer.shape)
 
     def _feeds_output_hero(self, consumer: Instruction, producer: Instruction) -> bool:
         """Dots and convolutions call library kernels: their operands stay materialised."""
-        if consumer.opcode != "fusion":
+        if consumer.opcode != Op.FUSION:
             return False
         body = fused_body(consumer)
         for index, op in enumerate(consumer.operands):
@@ -375,7 +375,7 @@ class ComputationFuser:
     # -- rewriting
     def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
         """Fuse `producer` into `consumer` (wrapped into a new fusion first if needed)."""
-        fusion = consumer if consumer.opcode == "fusion" else self._wrap(consumer)
+        fusion = consumer if consumer.opcode == Op.FUSION else self._wrap(consumer)
         body = fused_body(fusion)
         if body not in self.bodies:
             self.bodies.append(body)
@@ -411,7 +411,7 @@ class ComputationFuser:
         param = Instruction(self.names.unique("param"), "parameter", like.shape, (),
                             {"parameter_number": number})
         # Before every non-parameter instruction, so that any instruction may use it.
-        first_op = next((i for i in body.instructions if i.opcode != "parameter"), None)
+        first_op = next((i for i in body.instructions if i.opcode != Op.PARAMETER), None)
         body.add(param, before=first_op)
         return param
 
@@ -433,14 +433,14 @@ class ComputationFuser:
                     rename: bool) -> Instruction:
         """Copy the producer (or the body of a producer fusion) into the fusion; returns its result."""
         body = fused_body(fusion)
-        if producer.opcode != "fusion":
+        if producer.opcode != Op.FUSION:
             operands = [self._parameter_for(fusion, op) for op in producer.operands]
             name = self.names.unique(producer.name) if rename else producer.name
             return body.add(producer.clone(operands, name), before=before)
         inner = fused_body(producer)
         mapping: dict[int, Instruction] = {}
         for inst in inner.instructions:
-            if inst.opcode == "parameter":
+            if inst.opcode == Op.PARAMETER:
                 mapping[id(inst)] = self._parameter_for(fusion, producer.operands[inst.attrs["parameter_number"]])
                 continue
             name = self.names.unique(inst.name) if rename else inst.name
@@ -484,13 +484,13 @@ def _replace_uses(old: Instruction, new: Instruction) -> None:
 def _parameters_first(body: Computation) -> None:
     """Parameters, then the rest with operands before users (bodies from XLA dumps
     interleave parameters, and a merged producer may use one defined late)."""
-    params = [i for i in body.instructions if i.opcode == "parameter"]
-    body.instructions = params + [i for i in body.post_order() if i.opcode != "parameter"]
+    params = [i for i in body.instructions if i.opcode == Op.PARAMETER]
+    body.instructions = params + [i for i in body.post_order() if i.opcode != Op.PARAMETER]
 
 
 def _inefficient_concatenate(inst: Instruction) -> bool:
     """XLA:CPU keeps big concatenations (many operands, or along the minor dimension) unfused."""
-    if inst.opcode != "concatenate":
+    if inst.opcode != Op.CONCATENATE:
         return False
     if len(inst.operands) > MAX_CONCATENATE_OPERANDS:
         return True

@@ -19,6 +19,7 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, rewrite_unfused_computations
+from ..opcodes import Op
 
 MAX_SIBLINGS = 8
 IN_PLACE_ROOTS = ("dynamic-update-slice", "scatter")
@@ -47,7 +48,7 @@ def _fuse_siblings(comp: Computation, rewriter: Rewriter) -> bool:
 
 
 def _candidate(inst: Instruction) -> bool:
-    if inst.opcode != "fusion" or inst.attrs.get("kind") != "kLoop" or not inst.shape.is_array:
+    if inst.opcode != Op.FUSION or inst.attrs.get("kind") != "kLoop" or not inst.shape.is_array:
         return False
     root = inst.attrs["calls"].root
     return root.opcode not in IN_PLACE_ROOTS and inst is not inst.parent.root and not inst.control_predecessors
@@ -118,7 +119,7 @@ def _clone_body(fusion: Instruction, body: Computation, operands: list, params: 
     inner = fusion.attrs["calls"]
     mapping: dict[int, Instruction] = {}
     for inst in inner.post_order():
-        if inst.opcode == "parameter":
+        if inst.opcode == Op.PARAMETER:
             source = fusion.operands[inst.attrs["parameter_number"]]
             mapping[id(inst)] = params[next(k for k, op in enumerate(operands) if op is source)]
             continue

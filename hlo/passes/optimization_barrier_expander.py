@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir import Module
 from .pass_manager import Pass, register
 from .rewrite import replace
+from ..opcodes import Op
 
 
 @register
@@ -19,7 +20,7 @@ class OptimizationBarrierExpander(Pass):
         changed = False
         for comp in module.computations:
             for inst in list(comp.instructions):
-                if inst.opcode == "opt-barrier" and inst.parent is comp:
+                if inst.opcode == Op.OPT_BARRIER and inst.parent is comp:
                     replace(inst, inst.operands[0])
                     changed = True
         return changed

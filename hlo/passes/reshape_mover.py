@@ -32,6 +32,7 @@ from ..shapes import Shape
 from .analysis import has_side_effect
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, repeat_while_changing, replace, rewrite_unfused_computations
+from ..opcodes import Op
 
 _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only bounds pathological inputs
 
@@ -58,7 +59,7 @@ def _is_static_array(shape: Shape) -> bool:
 
 
 def is_nop_rearrange(inst: Instruction) -> bool:
-    if inst.opcode == "reshape":
+    if inst.opcode == Op.RESHAPE:
         return inst.shape.dims == inst.operands[0].shape.dims
     return tuple(inst.attrs["dimensions"]) == tuple(range(inst.shape.rank))
 
@@ -67,7 +68,7 @@ def equivalent_rearranges(a: Instruction, b: Instruction) -> bool:
     """Same kind of rearrange between the same dimensions (element types may differ)."""
     if a.opcode != b.opcode or a.shape.dims != b.shape.dims:
         return False
-    if a.opcode == "transpose":
+    if a.opcode == Op.TRANSPOSE:
         return tuple(a.attrs["dimensions"]) == tuple(b.attrs["dimensions"])
     return a.operands[0].shape.dims == b.operands[0].shape.dims
 
@@ -92,18 +93,18 @@ def can_trivially_rearrange(inst: Instruction, rearrange: Instruction) -> bool:
     """Whether `inst` can take the inverse of `rearrange` without real work."""
     if is_nop_rearrange(rearrange):
         return True
-    if inst.opcode == "constant":
+    if inst.opcode == Op.CONSTANT:
         return not inst.shape.is_tuple
-    if inst.opcode == "rng":
+    if inst.opcode == Op.RNG:
         # Any shape of rng draws equally random numbers; with one user nothing else sees the old shape.
         return len(inst.users) == 1
-    if inst.opcode == "broadcast":
+    if inst.opcode == Op.BROADCAST:
         dims = tuple(inst.attrs["dimensions"])
         if list(dims) != sorted(dims):
             return False  # such a broadcast is really a transpose
         if inst.operands[0].shape.is_scalar:
             return True
-        if rearrange.opcode == "transpose":
+        if rearrange.opcode == Op.TRANSPOSE:
             new_dims = _transposed_broadcast_dims(inst, rearrange)
             return list(new_dims) == sorted(new_dims)
     return False
@@ -167,7 +168,7 @@ def sink_through(inst: Instruction, rewriter: Rewriter) -> Instruction:
     inner.shape = inner_shape
     inner.sharding = None  # the shape changed, so a sharding would no longer fit
     comp.add(inner, before=inst)
-    attrs = {"dimensions": tuple(anchor.attrs["dimensions"])} if anchor.opcode == "transpose" else {}
+    attrs = {"dimensions": tuple(anchor.attrs["dimensions"])} if anchor.opcode == Op.TRANSPOSE else {}
     outer = rewriter.add(comp, anchor.opcode, inst.shape, [inner], attrs, before=inst, like=inst)
     replace(inst, outer)
     return outer
@@ -187,7 +188,7 @@ def undoes(user: Instruction, rearrange: Instruction) -> bool:
         return False
     if user is user.parent.root and user.shape != source.shape:
         return False  # the computation's result layout would change
-    if user.opcode == "reshape":
+    if user.opcode == Op.RESHAPE:
         return True
     perm, back = rearrange.attrs["dimensions"], user.attrs["dimensions"]
     return all(perm[back[i]] == i for i in range(len(back)))
@@ -200,25 +201,25 @@ def apply_inverse(anchor: Instruction, operand: Instruction, user: Instruction, 
         return operand.operands[0]
     comp = user.parent
     shape = Shape.array(operand.shape.element_type, target_dims).with_default_layouts()
-    if operand.opcode == "constant" and not operand.attrs["literal"].elided:
+    if operand.opcode == Op.CONSTANT and not operand.attrs["literal"].elided:
         array = _inverse_rearrange_array(anchor, operand.attrs["literal"].array, target_dims)
         return rewriter.add(comp, "constant", shape, (), {"literal": Literal.from_array(array, shape)},
                             before=user, like=operand)
-    if operand.opcode == "broadcast" and operand.operands[0].shape.is_scalar:
+    if operand.opcode == Op.BROADCAST and operand.operands[0].shape.is_scalar:
         return rewriter.add(comp, "broadcast", shape, [operand.operands[0]], {"dimensions": ()},
                             before=user, like=operand)
-    if operand.opcode == "broadcast" and anchor.opcode == "transpose":
+    if operand.opcode == Op.BROADCAST and anchor.opcode == Op.TRANSPOSE:
         dims = _transposed_broadcast_dims(operand, anchor)
         return rewriter.add(comp, "broadcast", shape, [operand.operands[0]], {"dimensions": dims},
                             before=user, like=operand)
     # An elided constant or an rng: rearrange it explicitly.
-    if anchor.opcode == "reshape":
+    if anchor.opcode == Op.RESHAPE:
         return rewriter.add(comp, "reshape", shape, [operand], before=user, like=operand)
     perm = inverse_permutation(anchor.attrs["dimensions"])
     return rewriter.add(comp, "transpose", shape, [operand], {"dimensions": perm}, before=user, like=operand)
 
 
 def _inverse_rearrange_array(anchor: Instruction, array: np.ndarray, target_dims) -> np.ndarray:
-    if anchor.opcode == "reshape":
+    if anchor.opcode == Op.RESHAPE:
         return np.ascontiguousarray(array).reshape(target_dims)
     return np.ascontiguousarray(np.transpose(array, inverse_permutation(anchor.attrs["dimensions"])))

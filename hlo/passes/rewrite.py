@@ -18,6 +18,7 @@ from ..ir import Computation, Instruction, Module, NameUniquer
 from ..literal import Literal
 from ..shapes import Shape
 from .analysis import has_side_effect, is_control_predecessor, reachable_computations
+from ..opcodes import Op
 
 
 class Rewriter:
@@ -51,7 +52,7 @@ class Rewriter:
 
 def fusion_computations(module: Module) -> set[int]:
     """ids of the computations fusion instructions call (and everything those call)."""
-    bodies = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == "fusion"]
+    bodies = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == Op.FUSION]
     return {id(comp) for comp in reachable_computations(bodies)}
 
 
@@ -92,7 +93,7 @@ def replace(old: Instruction, new: Instruction) -> None:
     old.replace_all_uses_with(new)
     comp = old.parent
     if comp is not None and not old.users and old is not comp.root:
-        if not is_control_predecessor(old) and old.opcode != "parameter":
+        if not is_control_predecessor(old) and old.opcode != Op.PARAMETER:
             comp.remove(old)
 
 
@@ -101,7 +102,7 @@ def replace(old: Instruction, new: Instruction) -> None:
 
 def is_dead(inst: Instruction) -> bool:
     """Nothing needs `inst`: no users, not the root or a parameter, no side effect, nothing ordered after it."""
-    return not (inst is inst.parent.root or inst.users or inst.opcode == "parameter" or has_side_effect(inst)
+    return not (inst is inst.parent.root or inst.users or inst.opcode == Op.PARAMETER or has_side_effect(inst)
                 or is_control_predecessor(inst))
 
 
@@ -118,12 +119,12 @@ def simplify_tuples(comp: Computation) -> bool:
     """gte(tuple(a, b), 1) -> b; tuple(gte(t, 0), ..., gte(t, n-1)) -> t (where the shapes agree)."""
     changed = False
     for inst in list(comp.instructions):
-        if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "tuple":
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0].opcode == Op.TUPLE:
             element = inst.operands[0].operands[inst.attrs["index"]]
             if element.shape.compatible(inst.shape):
                 inst.replace_all_uses_with(element)
                 changed = True
-        elif inst.opcode == "tuple" and _rebuilds_one_tuple(inst):
+        elif inst.opcode == Op.TUPLE and _rebuilds_one_tuple(inst):
             source = inst.operands[0].operands[0]
             if source.shape.compatible(inst.shape):
                 inst.replace_all_uses_with(source)
@@ -133,7 +134,7 @@ def simplify_tuples(comp: Computation) -> bool:
 
 def _rebuilds_one_tuple(inst) -> bool:
     ops = inst.operands
-    if not ops or any(op.opcode != "get-tuple-element" for op in ops):
+    if not ops or any(op.opcode != Op.GET_TUPLE_ELEMENT for op in ops):
         return False
     source = ops[0].operands[0]
     return (source.shape.is_tuple and len(source.shape.tuple_shapes) == len(ops)
@@ -188,7 +189,7 @@ def inline_call(call: Instruction, names: NameUniquer) -> None:
     callee: Computation = call.attrs["to_apply"]
     mapping: dict[int, Instruction] = {}
     for inst in callee.instructions:
-        if inst.opcode == "parameter":
+        if inst.opcode == Op.PARAMETER:
             mapping[id(inst)] = call.operands[inst.attrs["parameter_number"]]
             continue
         copy = inst.clone([mapping[id(op)] for op in inst.operands], names.unique(inst.name))

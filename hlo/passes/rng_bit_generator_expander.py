@@ -30,6 +30,7 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
+from ..opcodes import Op
 
 U32 = PRIMITIVE_TYPES["u32"]
 U64 = PRIMITIVE_TYPES["u64"]
@@ -53,7 +54,7 @@ class RngBitGeneratorExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         generators: dict[tuple, Computation] = {}
-        rngs = unfused_instructions(module, lambda inst: inst.opcode == "rng-bit-generator")
+        rngs = unfused_instructions(module, lambda inst: inst.opcode == Op.RNG_BIT_GENERATOR)
         for inst in rngs:
             expand(inst, rewriter, generators)
         return bool(rngs)
@@ -133,7 +134,7 @@ class Emitter:
     def binary(self, opcode: str, a: Instruction, b: Instruction, attrs=None) -> Instruction:
         dims = a.shape.dims if a.shape.rank >= b.shape.rank else b.shape.dims
         a, b = self.broadcast(a, dims), self.broadcast(b, dims)
-        et = PRED if opcode == "compare" else a.shape.element_type
+        et = PRED if opcode == Op.COMPARE else a.shape.element_type
         return self.add(opcode, Shape.array(et, dims), [a, b], attrs)
 
     def plus(self, a, b):

@@ -13,6 +13,7 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, clone_computation, unfused_instructions
+from ..opcodes import Op
 
 
 @register
@@ -22,7 +23,7 @@ class SortSimplifier(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        sorts = unfused_instructions(module, lambda inst: inst.opcode == "sort")
+        sorts = unfused_instructions(module, lambda inst: inst.opcode == Op.SORT)
         changed = False
         for sort in sorts:
             changed |= remove_unused_sort_operands(sort, rewriter)
@@ -38,7 +39,7 @@ def used_sort_operands(sort: Instruction) -> set[int] | None:
         return None
     used: set[int] = set()
     for user in sort.users:
-        if user.opcode != "get-tuple-element":
+        if user.opcode != Op.GET_TUPLE_ELEMENT:
             return None
         used.add(user.attrs["index"])
     for param in sort.attrs["to_apply"].parameters:

@@ -22,6 +22,7 @@ import dataclasses
 from ..attributes import ConvDims
 from ..ir import Instruction, Module
 from .pass_manager import Pass, register
+from ..opcodes import Op
 
 
 @register
@@ -36,21 +37,21 @@ class TransposeFolding(Pass):
             if id(comp) in skipped:
                 continue
             for inst in list(comp.instructions):
-                if inst.opcode == "dot":
+                if inst.opcode == Op.DOT:
                     changed |= fold_into_dot(inst)
-                elif inst.opcode == "convolution":
+                elif inst.opcode == Op.CONVOLUTION:
                     changed |= fold_into_convolution(inst)
         return changed
 
 
 def _fusion_and_composite_bodies(module: Module) -> set[int]:
     return {id(c) for inst in module.instructions()
-            if inst.opcode == "fusion" or (inst.opcode == "call" and inst.attrs.get("is_composite"))
+            if inst.opcode == Op.FUSION or (inst.opcode == Op.CALL and inst.attrs.get("is_composite"))
             for c in inst.called_computations()}
 
 
 def _is_non_identity_transpose(inst: Instruction) -> bool:
-    return inst.opcode == "transpose" and tuple(inst.attrs["dimensions"]) != tuple(range(inst.shape.rank))
+    return inst.opcode == Op.TRANSPOSE and tuple(inst.attrs["dimensions"]) != tuple(range(inst.shape.rank))
 
 
 # --------------------------------------------------------------------------- dot
@@ -88,13 +89,13 @@ def fold_into_convolution(conv: Instruction) -> bool:
     dims: ConvDims = conv.attrs["dim_labels"]
     changed = False
     lhs, rhs = conv.operands[0], conv.operands[1]
-    if lhs.opcode == "transpose":
+    if lhs.opcode == Op.TRANSPOSE:
         p = lhs.attrs["dimensions"]
         dims = dataclasses.replace(dims, input_batch=p[dims.input_batch], input_feature=p[dims.input_feature],
                                    input_spatial=tuple(p[d] for d in dims.input_spatial))
         conv.replace_operand(0, lhs.operands[0])
         changed = True
-    if rhs.opcode == "transpose":
+    if rhs.opcode == Op.TRANSPOSE:
         p = rhs.attrs["dimensions"]
         dims = dataclasses.replace(dims, kernel_input_feature=p[dims.kernel_input_feature],
                                    kernel_output_feature=p[dims.kernel_output_feature],

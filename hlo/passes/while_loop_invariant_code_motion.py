@@ -23,6 +23,7 @@ from .analysis import has_side_effect_anywhere
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, remove_dead_instructions, simplify_tuples
 from .while_loops import known_trip_count, rebuild_while, while_loops
+from ..opcodes import Op
 
 _NOT_WORTH_HOISTING_ALONE = {"constant", "reshape", "bitcast", "broadcast", "iota", "reverse", "slice",
                              "transpose", "tuple"}
@@ -57,22 +58,22 @@ def _disabled(loop: Instruction) -> bool:
 def invariant_reads(body: Computation) -> set[int]:
     """ids of the body's get-tuple-elements reading elements passed through unchanged (array-shaped)."""
     param, root = body.parameters[0], body.root
-    if root.opcode != "tuple":
+    if root.opcode != Op.TUPLE:
         return set()
     passed = {i for i, op in enumerate(root.operands)
-              if op.opcode == "get-tuple-element" and op.operands[0] is param and op.attrs["index"] == i}
+              if op.opcode == Op.GET_TUPLE_ELEMENT and op.operands[0] is param and op.attrs["index"] == i}
     return {id(u) for u in param.users
-            if u.opcode == "get-tuple-element" and u.attrs["index"] in passed and u.shape.is_array}
+            if u.opcode == Op.GET_TUPLE_ELEMENT and u.attrs["index"] in passed and u.shape.is_array}
 
 
 def hoist_invariants(loop: Instruction, rewriter: Rewriter) -> bool:
     body: Computation = loop.attrs["body"]
-    if not loop.shape.is_tuple or _disabled(loop) or body.root.opcode != "tuple" or body.root.users:
+    if not loop.shape.is_tuple or _disabled(loop) or body.root.opcode != Op.TUPLE or body.root.users:
         return False
     count = known_trip_count(loop, 1)
     if count is not None:
         return False  # runs at most once: nothing to gain
-    if any(i.opcode == "domain" for i in body.instructions):
+    if any(i.opcode == Op.DOMAIN for i in body.instructions):
         return False
     to_hoist = _instructions_to_hoist(body)
     if not to_hoist:
@@ -97,7 +98,7 @@ def _instructions_to_hoist(body: Computation) -> list[Instruction]:
             continue
         if inst.control_predecessors or id(inst) in controlled or not inst.shape.is_array:
             continue
-        if not all(op.opcode == "constant" or id(op) in invariant for op in inst.operands):
+        if not all(op.opcode == Op.CONSTANT or id(op) in invariant for op in inst.operands):
             continue
         invariant.add(id(inst))
         if inst.opcode not in _NOT_WORTH_HOISTING_ALONE and not _is_sharding_call(inst):
@@ -113,7 +114,7 @@ def _instructions_to_hoist(body: Computation) -> list[Instruction]:
 
 
 def _is_sharding_call(inst: Instruction) -> bool:
-    return inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") == "Sharding"
+    return inst.opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_target") == "Sharding"
 
 
 def _copy_before_loop(loop: Instruction, to_hoist: list[Instruction], rewriter: Rewriter) -> dict[int, Instruction]:
@@ -126,9 +127,9 @@ def _copy_before_loop(loop: Instruction, to_hoist: list[Instruction], rewriter: 
     def copy_of(inst: Instruction) -> Instruction:
         if id(inst) in copies:
             return copies[id(inst)]
-        if inst.opcode == "get-tuple-element" and inst.operands[0] is param:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] is param:
             index = inst.attrs["index"]
-            if init.opcode == "tuple":
+            if init.opcode == Op.TUPLE:
                 new = init.operands[index]
             else:
                 new = rewriter.add(comp, "get-tuple-element", inst.shape, [init], {"index": index},

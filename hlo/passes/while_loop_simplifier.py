@@ -30,6 +30,7 @@ from .analysis import computation_has_side_effect, has_control_dependencies, has
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace, replace_by_inlined_call
 from .while_loops import known_trip_count, rebuild_while, while_loops
+from ..opcodes import Op
 
 
 @register
@@ -76,7 +77,7 @@ def dead_state_indices(loop: Instruction) -> list[int]:
         return []
     size = len(loop.shape.tuple_shapes)
     cond_param, body_param = cond.parameters[0], body.parameters[0]
-    if size == 0 or any(u.opcode != "get-tuple-element" for p in (cond_param, body_param) for u in p.users):
+    if size == 0 or any(u.opcode != Op.GET_TUPLE_ELEMENT for p in (cond_param, body_param) for u in p.users):
         return []
     root = body.root
     used_after = _indices_used_after(loop, size)
@@ -98,26 +99,26 @@ def dead_state_indices(loop: Instruction) -> list[int]:
 
 def _rewritable(loop: Instruction) -> bool:
     body: Computation = loop.attrs["body"]
-    return (loop.shape.is_tuple and body.root.opcode == "tuple" and not body.root.users
+    return (loop.shape.is_tuple and body.root.opcode == Op.TUPLE and not body.root.users
             and len(body.root.operands) == len(loop.shape.tuple_shapes))
 
 
 def _indices_used_after(loop: Instruction, size: int) -> set[int]:
-    if loop is loop.parent.root or any(u.opcode != "get-tuple-element" for u in loop.users):
+    if loop is loop.parent.root or any(u.opcode != Op.GET_TUPLE_ELEMENT for u in loop.users):
         return set(range(size))
     return {u.attrs["index"] for u in loop.users}
 
 
 def _passes_through(root: Instruction, param: Instruction, index: int) -> bool:
     out = root.operands[index]
-    return out.opcode == "get-tuple-element" and out.operands[0] is param and out.attrs["index"] == index
+    return out.opcode == Op.GET_TUPLE_ELEMENT and out.operands[0] is param and out.attrs["index"] == index
 
 
 def _candidate_dependencies(tracked: list[Instruction], params, candidates: set[int]) -> dict[int, set[int]]:
     """id(inst) -> the candidate state indices it depends on within one iteration."""
     deps: dict[int, set[int]] = {}
     for inst in tracked:  # operands come first (post order)
-        if inst.opcode == "get-tuple-element" and inst.operands[0] in params:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] in params:
             index = inst.attrs["index"]
             deps[id(inst)] = {index} if index in candidates else set()
         else:
@@ -139,7 +140,7 @@ def _connected_groups(tracked: list[Instruction], root: Instruction, params, siz
         parent[find(a)] = find(b)
 
     for inst in tracked:
-        if inst.opcode == "get-tuple-element" and inst.operands[0] in params:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] in params:
             output = root.operands[inst.attrs["index"]]
             if output is not inst and id(output) in parent:
                 union(id(output), id(inst))
@@ -154,7 +155,7 @@ def _connected_groups(tracked: list[Instruction], root: Instruction, params, siz
         else:
             groups.setdefault(-1 - i, set()).add(i)  # not analysable: a group of its own
     for inst in tracked:
-        if inst.opcode == "get-tuple-element" and inst.operands[0] in params:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] in params:
             groups.setdefault(find(id(inst)), set()).add(inst.attrs["index"])
     return list(groups.values())
 

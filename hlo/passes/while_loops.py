@@ -11,11 +11,12 @@ from ..shapes import Shape
 from .analysis import (EvaluationError, computation_has_side_effect, evaluate_cone, has_side_effect_anywhere,
                        literal_value)
 from .rewrite import Rewriter, clone_name, replace
+from ..opcodes import Op
 
 
 def while_loops(module: Module) -> list[Instruction]:
     """Every while instruction, those of callees (inner loops) first."""
-    return [i for c in module.callees_first() for i in c.instructions if i.opcode == "while"]
+    return [i for c in module.callees_first() for i in c.instructions if i.opcode == Op.WHILE]
 
 
 # --------------------------------------------------------------------------- trip count
@@ -53,7 +54,7 @@ def _state_closure(cond: Computation, body: Computation) -> Optional[list[int]]:
     get-tuple-element, side effects in the body's updates).
     """
     cond_param, body_param = cond.parameters[0], body.parameters[0]
-    if not cond_param.shape.is_tuple or body.root.opcode != "tuple":
+    if not cond_param.shape.is_tuple or body.root.opcode != Op.TUPLE:
         return None
     needed = _read_indices(cond.root, cond_param)
     if needed is None:
@@ -82,7 +83,7 @@ def _read_indices(target: Instruction, param: Instruction) -> Optional[set[int]]
         seen.add(id(inst))
         if inst is param or has_side_effect_anywhere(inst):
             return None
-        if inst.opcode == "get-tuple-element" and inst.operands[0] is param:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] is param:
             out.add(inst.attrs["index"])
             continue
         stack.extend(inst.operands)
@@ -92,9 +93,9 @@ def _read_indices(target: Instruction, param: Instruction) -> Optional[set[int]]
 def _constant_init_elements(init: Instruction, indices: Sequence[int]) -> Optional[dict]:
     values = {}
     for i in indices:
-        if init.opcode == "tuple":
+        if init.opcode == Op.TUPLE:
             value = literal_value(init.operands[i])
-        elif init.opcode == "constant" and init.attrs["literal"].is_tuple and not init.attrs["literal"].elided:
+        elif init.opcode == Op.CONSTANT and init.attrs["literal"].is_tuple and not init.attrs["literal"].elided:
             element = init.attrs["literal"].elements[i]
             value = None if element.elided or element.is_tuple else element.array
         else:
@@ -108,7 +109,7 @@ def _constant_init_elements(init: Instruction, indices: Sequence[int]) -> Option
 def _bind(comp: Computation, state: dict) -> dict:
     param = comp.parameters[0]
     return {id(u): state[u.attrs["index"]] for u in param.users
-            if u.opcode == "get-tuple-element" and u.attrs["index"] in state}
+            if u.opcode == Op.GET_TUPLE_ELEMENT and u.attrs["index"] in state}
 
 
 # --------------------------------------------------------------------------- rebuilding loops
@@ -154,7 +155,7 @@ def rebuild_while(loop: Instruction, rewriter: Rewriter, keep: list[int],
 
 
 def _element(comp: Computation, tup: Instruction, index: int, rewriter: Rewriter, before: Instruction):
-    if tup.opcode == "tuple":
+    if tup.opcode == Op.TUPLE:
         return tup.operands[index]
     return rewriter.add(comp, "get-tuple-element", tup.shape.tuple_shapes[index], [tup], {"index": index},
                         before=before, like=tup)
@@ -187,7 +188,7 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
         return rewriter.add(copy, "get-tuple-element", shape, [new_param], {"index": index}, like=like or param)
 
     old_view: Optional[Instruction] = None
-    if any(u.opcode != "get-tuple-element" for u in param.users):
+    if any(u.opcode != Op.GET_TUPLE_ELEMENT for u in param.users):
         elements = [gte(index_map[i], param.shape.tuple_shapes[i]) for i in range(old_size)]
         old_view = rewriter.add(copy, "tuple", param.shape, elements, like=param)
     mapping[id(param)] = old_view if old_view is not None else new_param
@@ -197,7 +198,7 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
     for inst in comp.instructions:
         if inst is param or (is_body and inst is comp.root):
             continue
-        if inst.opcode == "get-tuple-element" and inst.operands[0] is param:
+        if inst.opcode == Op.GET_TUPLE_ELEMENT and inst.operands[0] is param:
             index = inst.attrs["index"]
             if index not in index_map:
                 dropped.add(id(inst))

@@ -14,6 +14,7 @@ from ..ir import Computation, Instruction, Module
 from .analysis import has_control_dependencies, has_side_effect
 from .pass_manager import Pass, register
 from .rewrite import Rewriter, replace, rewrite_unfused_computations
+from ..opcodes import Op
 
 
 @register
@@ -36,7 +37,7 @@ def eliminate_zero_sized(comp: Computation, rewriter: Rewriter) -> bool:
     for inst in comp.post_order():
         if inst.parent is not comp or not is_zero_element_array(inst):
             continue
-        if inst.opcode == "constant" or has_side_effect(inst) or has_control_dependencies(inst):
+        if inst.opcode == Op.CONSTANT or has_side_effect(inst) or has_control_dependencies(inst):
             continue
         if not inst.users and inst is not comp.root:
             continue  # nothing reads it: dce's business

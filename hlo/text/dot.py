@@ -15,6 +15,7 @@ from typing import Optional
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Computation, Instruction, Module
 from ..shapes import format_shape
+from ..opcodes import Op
 
 NODE_STYLE = {
     "parameter": 'shape=box, style=filled, fillcolor="#fff3c4"',
@@ -34,11 +35,11 @@ def quote(text: str) -> str:
 def instruction_label(inst: Instruction) -> str:
     shape = format_shape(inst.shape) if inst.shape is not None else "?"
     opcode = inst.opcode
-    if opcode == "fusion":
+    if opcode == Op.FUSION:
         opcode += f" ({inst.attrs.get('kind')})"
-    elif opcode == "parameter":
+    elif opcode == Op.PARAMETER:
         opcode += f" {inst.attrs.get('parameter_number')}"
-    callees = [c.name for c in inst.called_computations()] if opcode != "fusion" else []
+    callees = [c.name for c in inst.called_computations()] if opcode != Op.FUSION else []
     lines = [inst.name, opcode, shape] + ([", ".join(f"%{c}" for c in callees)] if callees else [])
     return "\n".join(lines)
 
@@ -59,7 +60,7 @@ class _DotWriter:
         """Nodes and clusters of `comp`; returns, per instruction, the node that carries its value."""
         value_node: dict[int, str] = {}
         for inst in comp.instructions:
-            if inst.opcode == "fusion":
+            if inst.opcode == Op.FUSION:
                 value_node[id(inst)] = self._cluster(inst, indent)
                 continue
             node = self.node_id(inst)
@@ -69,7 +70,7 @@ class _DotWriter:
             value_node[id(inst)] = node
         for inst in comp.instructions:
             for op in inst.operands:
-                if inst.opcode == "fusion":
+                if inst.opcode == Op.FUSION:
                     continue  # drawn inside the cluster, into its parameters
                 self.lines.append(f"{indent}{value_node[id(op)]} -> {value_node[id(inst)]};")
         self._fusion_inputs(comp, value_node, indent)

@@ -41,7 +41,7 @@ from ..ir import AliasEntry, Computation, Instruction, Module, NameUniquer, Prog
 from ..textutil import unescape
 from .lexer import HloLexer, Tok, build_context_regexes, build_token_regex, int_value, make_token, tokenize
 from ..literal import literal_from_value
-from ..opcodes import GENERIC_ATTRIBUTES, OPCODES, split_async_sugar, wrapped_attr_specs
+from ..opcodes import GENERIC_ATTRIBUTES, OPCODES, Op, split_async_sugar, wrapped_attr_specs
 from ..shapes import Layout, PRIMITIVE_TYPES, Shape, Tile, UNBOUNDED, primitive_type
 
 # --------------------------------------------------------------------------- the grammar
@@ -1187,7 +1187,7 @@ class _Builder:
             self.required_attributes(inst, rec, wrapped_attr_specs(opcode), ())
         if sugar is not None:
             self.expand_async_sugar(inst, sugar, comp)
-        if opcode == "select" and ok and _legacy_select(inst):
+        if opcode == Op.SELECT and ok and _legacy_select(inst):
             inst = self.canonical_select(inst, comp, scope)
         comp.add(inst)
         scope[name] = inst
@@ -1248,7 +1248,7 @@ class _Builder:
     def leaf_operand(self, inst: Instruction, rec: InstrRec) -> bool:
         """parameter(N) and constant(literal): the number/literal where operands go."""
         opcode = inst.opcode
-        if opcode == "parameter":
+        if opcode == Op.PARAMETER:
             ops = rec.operands
             if len(ops) != 1 or type(ops[0]) is not LiteralOperand or not _is_plain_int(ops[0].value):
                 self.err("parameter takes one integer: parameter(N)", rec.opcode_pos)
@@ -1258,7 +1258,7 @@ class _Builder:
             if number < 0:
                 self.err("parameter number must be non-negative", rec.opcode_pos)
             return True
-        if opcode == "constant":
+        if opcode == Op.CONSTANT:
             ops = rec.operands
             if len(ops) != 1 or type(ops[0]) is not LiteralOperand:
                 self.err("constant takes one literal: constant(value)", rec.opcode_pos)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..attributes import format_attribute, format_generic_attribute, is_default
 from ..ir import Computation, Instruction, Module
 from ..literal import format_literal
-from ..opcodes import OPCODES
+from ..opcodes import OPCODES, Op
 from ..shapes import format_shape
 from ..textutil import escape_string, matching_brace_end
 from .. import values as V
@@ -25,9 +25,9 @@ def format_instruction(inst: Instruction, is_root: bool = False) -> str:
     opcode, attrs_source = _printed_opcode(inst)
     prefix = "ROOT " if is_root else ""
     head = f"{prefix}%{inst.name} = {format_shape(inst.shape) if inst.shape is not None else ''} {opcode}("
-    if inst.opcode == "parameter":
+    if inst.opcode == Op.PARAMETER:
         head += str(inst.attrs["parameter_number"])
-    elif inst.opcode == "constant":
+    elif inst.opcode == Op.CONSTANT:
         head += format_literal(inst.attrs["literal"])
     else:
         head += _format_operands(inst.operands)

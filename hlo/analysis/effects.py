@@ -1,0 +1,40 @@
+"""What may never be removed, duplicated or reordered: side effects and control dependencies.
+
+One definition for every layer above (passes, interpreter, code generator).
+"""
+from __future__ import annotations
+
+from ..ir import Computation, Instruction
+from ..opcodes import Op, Trait
+
+
+def has_side_effect(inst: Instruction) -> bool:
+    """Instructions that must stay even when their value is unused (control flow included)."""
+    if inst.info.side_effect:
+        return True
+    if inst.opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_has_side_effect"):
+        return True
+    return inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE) and any(
+        has_side_effect(i) for c in inst.called_computations() for i in c.instructions)
+
+
+def has_side_effect_anywhere(inst: Instruction) -> bool:
+    """A side effect in the instruction or anywhere in the computations it calls (fusions, maps ...)."""
+    return has_side_effect(inst) or any(computation_has_side_effect(c) for c in inst.called_computations())
+
+
+def computation_has_side_effect(comp: Computation) -> bool:
+    return any(has_side_effect_anywhere(i) for i in comp.instructions)
+
+
+# --------------------------------------------------------------------------- control dependencies
+
+
+def is_control_predecessor(inst: Instruction) -> bool:
+    """Some instruction of the same computation must run after `inst`."""
+    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
+
+
+def has_control_dependencies(inst: Instruction) -> bool:
+    """`inst` is ordered against other instructions beyond its operands: passes leave it in place."""
+    return bool(inst.control_predecessors) or is_control_predecessor(inst)

@@ -1,0 +1,234 @@
+"""Golden-file tests: `.hlo` files under tests/golden/ hold cases and their expected results.
+
+A file starts with a `// RUN:` line saying what to do with each case; cases are separated by
+lines `// -----` (as in MLIR's `.mlir` tests). A case is an HLO module, optionally followed by
+a line `// ===>` and the expected output. Comment lines starting `// CASE: name` name a case
+(the test id); other `//` lines before the module are prose.
+
+RUN modes
+  opt PIPELINE [options]   run the pass pipeline (checked after every pass); the output after
+                           `// ===>` is the printed result: from `HloModule` the whole module,
+                           from `ENTRY` the entry computation, otherwise the module without its
+                           header line. Without `// ===>` the pipeline must leave the case as it
+                           is. Options: --same-outputs (run before and after in the interpreter on
+                           random inputs), --seeds=0,1  --rtol=X  --atol=X  --ints=LO,HI
+                           --special-floats (NaN, infinities, signed zeros among float inputs).
+  check                    load the case as the tools do (parse with recovery, then check);
+                           every diagnostic must be announced by a comment on the line above
+                           its line: `// expected-error {{message}}` (col: `// expected-error@col
+                           {{message}}`); a case without announcements must load cleanly.
+  print                    parse and print; the output after `// ===>` is the printed module
+                           without its header line (without `// ===>`, the case itself).
+
+A case may start with its own `// RUN:` line to override the file's. `pytest --update-golden`
+rewrites the expected outputs of `opt` and `print` cases from what the code now prints.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+SEPARATOR = "// -----"
+ARROW = "// ===>"
+_EXPECTED = re.compile(r"//\s*expected-(error|warning)(?:@(\d+))?\s*\{\{(.*)\}\}\s*$")
+
+
+@dataclass
+class Case:
+    path: Path
+    name: str
+    first_line: int              # 1-based line of the case's first line in the file
+    run: list[str]
+    text: str                    # the module (with its comment lines)
+    expected: Optional[str]      # the text after `// ===>`, or None
+    expected_start: int = 0      # 0-based offset of the expected text in the file (for updates)
+    expected_end: int = 0
+
+
+def split_cases(path: Path) -> list[Case]:
+    source = path.read_text()
+    lines = source.split("\n")
+    if not lines or not lines[0].startswith("// RUN:"):
+        raise ValueError(f"{path}: the first line must be `// RUN: ...`")
+    file_run = shlex.split(lines[0][len("// RUN:"):])
+    cases, chunk, start = [], [], 1
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == SEPARATOR:
+            cases.append((start, chunk))
+            chunk, start = [], i + 1
+        else:
+            chunk.append(line)
+    cases.append((start, chunk))
+    out = []
+    for index, (start, chunk) in enumerate(cases):
+        if not any(l.strip() and not l.strip().startswith("//") for l in chunk):
+            continue
+        run, name = file_run, f"case{index}"
+        for l in chunk:
+            if l.startswith("// CASE:"):
+                name = l[len("// CASE:"):].strip()
+            if l.startswith("// RUN:"):
+                run = shlex.split(l[len("// RUN:"):])
+        arrow = next((k for k, l in enumerate(chunk) if l.strip() == ARROW), None)
+        text = "\n".join(chunk if arrow is None else chunk[:arrow]).strip("\n") + "\n"
+        expected, e_start, e_end = None, 0, 0
+        if arrow is not None:
+            expected = "\n".join(chunk[arrow + 1:]).strip("\n") + "\n"
+            e_start = offsets[start + arrow + 1]
+            e_end = offsets[start + len(chunk)] - 1
+        out.append(Case(path, name, start + 1, run, text, expected, e_start, e_end))
+    return out
+
+
+# --------------------------------------------------------------------------- modes
+
+def _options(args: list[str]) -> dict:
+    opts = {}
+    for a in args:
+        key, _, value = a.lstrip("-").partition("=")
+        opts[key.replace("-", "_")] = value if value else True
+    return opts
+
+
+def _printed(module, expected: Optional[str]) -> str:
+    from hlo import format_module
+    text = format_module(module)
+    if expected is not None and expected.startswith("HloModule"):
+        return text
+    if expected is not None and expected.startswith("ENTRY"):
+        return text[text.index("ENTRY"):]
+    return text.split("\n", 2)[2]
+
+
+def run_opt(case: Case, config) -> Optional[str]:
+    from pass_testing import assert_same_outputs, body, optimised
+    from hlo import format_module, parse_module
+    pipeline, opts = case.run[1], _options(case.run[2:])
+    after, changed = optimised(case.text, pipeline)
+    if "same_outputs" in opts:
+        inputs = {}
+        if "ints" in opts:
+            inputs["ints"] = tuple(int(v) for v in opts["ints"].split(","))
+        if "special_floats" in opts:
+            inputs["special_floats"] = True
+        seeds = tuple(int(s) for s in opts.get("seeds", "0,1").split(","))
+        assert_same_outputs(parse_module(case.text), parse_module(format_module(after)), seeds,
+                            float(opts.get("rtol", 1e-6)), float(opts.get("atol", 1e-6)), **inputs)
+    actual = _printed(after, case.expected)
+    if case.expected is None:
+        assert not changed and body(after) == body(case.text), \
+            f"`{pipeline}` changed a case that has no `// ===>` output:\n{actual}"
+        return None
+    return actual
+
+
+def run_print(case: Case, config) -> Optional[str]:
+    from hlo import parse_module
+    actual = _printed(parse_module(case.text), case.expected)
+    if case.expected is None:
+        from pass_testing import body
+        assert actual == body(case.text)
+        return None
+    return actual
+
+
+def run_check(case: Case, config) -> None:
+    from hlo.analysis.loading import diagnose
+    lines = case.text.split("\n")
+    wanted = set()
+    for i, line in enumerate(lines):
+        m = _EXPECTED.search(line)
+        if m:
+            target = i + 2  # 1-based number of the next line
+            while target <= len(lines) and _EXPECTED.search(lines[target - 1]):
+                target += 1
+            wanted.add((m.group(1), target, int(m.group(2)) if m.group(2) else None, m.group(3).strip()))
+    diagnosis = diagnose(case.text, f"{case.path.name}:{case.name}")
+    got = set()
+    for d in diagnosis.diagnostics:
+        line = d.loc.line if d.loc is not None else 0
+        col = d.loc.column if d.loc is not None else None
+        got.add((d.severity if isinstance(d.severity, str) else "error", line, col, d.message))
+    # A wanted diagnostic without a column matches any column.
+    unmatched = set(got)
+    missing = []
+    for kind, line, col, message in sorted(wanted, key=str):
+        hit = next((g for g in unmatched if g[1] == line and g[3] == message and (col is None or g[2] == col)),
+                   None)
+        if hit is None:
+            missing.append((kind, line + case.first_line - 1, col, message))
+        else:
+            unmatched.discard(hit)
+    unexpected = [(k, l + case.first_line - 1, c, m) for k, l, c, m in sorted(unmatched, key=str)]
+    assert not missing and not unexpected, (
+        "diagnostics differ (file line, column, message)\n"
+        + "".join(f"  missing:    {l}:{c}: {m}\n" for _, l, c, m in missing)
+        + "".join(f"  unexpected: {l}:{c}: {m}\n" for _, l, c, m in unexpected))
+
+
+MODES = {"opt": run_opt, "print": run_print, "check": run_check}
+
+
+# --------------------------------------------------------------------------- pytest plumbing
+
+_UPDATES: dict[Path, list[tuple[int, int, str]]] = {}
+
+
+class GoldenFile(pytest.File):
+    def collect(self):
+        for case in split_cases(Path(self.path)):
+            yield GoldenItem.from_parent(self, name=case.name, case=case)
+
+
+class GoldenItem(pytest.Item):
+    def __init__(self, *, case: Case, **kw):
+        super().__init__(**kw)
+        self.case = case
+
+    def runtest(self):
+        mode = self.case.run[0]
+        if mode not in MODES:
+            raise ValueError(f"{self.case.path}: unknown RUN mode {mode!r}; known: {', '.join(MODES)}")
+        actual = MODES[mode](self.case, self.config)
+        if actual is None or actual == self.case.expected:
+            return
+        if self.config.getoption("update_golden"):
+            _UPDATES.setdefault(self.case.path, []).append(
+                (self.case.expected_start, self.case.expected_end, actual.rstrip("\n")))
+            return
+        raise AssertionError(f"output differs from the expected text\n--- expected\n{self.case.expected}"
+                             f"--- actual\n{actual}")
+
+    def repr_failure(self, excinfo):
+        detail = str(excinfo.value) if excinfo.errisinstance(AssertionError) else excinfo.getrepr(style="short")
+        return f"{self.case.path}:{self.case.first_line}: case {self.case.name}\n{detail}"
+
+    def reportinfo(self):
+        return self.path, self.case.first_line - 1, f"golden: {self.case.name}"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the expected outputs of golden .hlo cases from the current code")
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix == ".hlo" and "golden" in file_path.parts:
+        return GoldenFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_sessionfinish(session):
+    for path, edits in _UPDATES.items():
+        text = path.read_text()
+        for start, end, new in sorted(edits, reverse=True):
+            text = text[:start] + new + text[end:]
+        path.write_text(text)
