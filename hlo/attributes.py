@@ -12,7 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import numpy as np
+
 from . import values as V
+from .literal import Literal, format_literal, literal_from_value
 from .opcodes import AttrKind, AttrSpec
 from .shapes import Shape, format_shape
 from .textutil import escape_string, format_float, unescape
@@ -189,7 +192,6 @@ class ReplicaGroups:
 
     @staticmethod
     def from_iota(iota: V.Iota) -> "ReplicaGroups":
-        import numpy as np
         if len(iota.dims) != 2:
             raise ValueError("iota replica groups need exactly two leading dims [groups,size]")
         total = 1
@@ -531,11 +533,9 @@ def _to_enum(v, spec: AttrSpec) -> str:
 
 
 def _to_literal(v):
-    from .literal import literal_from_value
     _expect(isinstance(v, V.ShapedLiteral) or isinstance(v, V.Paren), "a shape followed by a literal", v)
     if isinstance(v, V.ShapedLiteral):
         return literal_from_value(v.shape, v.value)
-    from .literal import Literal
     return Literal.tuple_of([_to_literal(i) for i in v.items])
 
 
@@ -621,7 +621,6 @@ def format_attribute_value(kind: AttrKind, value) -> str:
     if kind is AttrKind.ENUM:
         return value
     if kind is AttrKind.LITERAL:
-        from .literal import format_literal
         return format_literal(value, with_shape=True)
     return V.format_value(value)
 

@@ -13,6 +13,7 @@ from ..attributes import ScatterDims
 from ..diagnostics import error
 from ..ir import Instruction
 from ..shapes import Shape
+from ..runtime.ffi_attributes import backend_config_dict
 from . import scalar_ops
 from .buffers import leaves_of
 from .elemental import const64, major_to_minor
@@ -416,9 +417,8 @@ def emit_triangular_solve(low, inst: Instruction) -> None:
 
 
 def _lapack_config(inst: Instruction) -> dict:
-    from ..interpreter.linalg import _config
     try:
-        return _config(inst.backend_config)
+        return backend_config_dict(inst.backend_config)
     except ValueError as exc:
         raise error(f"custom-call {inst.attrs.get('custom_call_target')}: {exc}", inst.loc) from None
 

@@ -43,25 +43,11 @@ from ..shapes import Shape, primitive_type, type_of_dtype
 from . import elementwise, indexing, linalg, linear, rng, sorting, windows
 from .combiner import Combiner
 from .plan import PlanCode
+from ..runtime.values_io import TOKEN, Token
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Token
 
 
-class Token:
-    """The value of a token[] (ordering only, no data)."""
-
-    _instance: Optional["Token"] = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "token"
-
-
-TOKEN = Token()
 
 
 # --------------------------------------------------------------------------- value helpers

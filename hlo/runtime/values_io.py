@@ -23,7 +23,25 @@ from typing import Iterable, Iterator, Optional, Sequence
 import numpy as np
 
 from ..literal import Literal, format_literal
-from ..shapes import PrimitiveType, Shape, TypeKind
+from ..shapes import PrimitiveType, Shape, TypeKind, type_of_dtype
+
+
+class Token:
+    """The value of a token[] (ordering only, no data)."""
+
+    _instance: Optional["Token"] = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "token"
+
+
+TOKEN = Token()
+
 
 _RAW_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16)}
 
@@ -48,7 +66,6 @@ def to_storage(value, shape: Shape):
             return tuple(value)
         return tuple(to_storage(v, s) for v, s in zip(value, shape.tuple_shapes))
     if shape.is_token:
-        from ..interpreter.evaluator import TOKEN
         return TOKEN if value is None or value is TOKEN else value
     t = shape.element_type
     if not isinstance(value, np.ndarray):
@@ -70,7 +87,6 @@ def from_storage(array: np.ndarray) -> np.ndarray:
     array = np.asarray(array)
     if array.dtype.kind != "V":
         return np.asarray(array, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-    from ..shapes import type_of_dtype
     t = type_of_dtype(array.dtype)
     if t.is_float:
         return np.asarray(array, order="C").view(file_dtype(t))
@@ -140,7 +156,6 @@ def _assemble(shape: Shape, it: Iterator):
     if shape.is_tuple:
         return tuple(_assemble(s, it) for s in shape.tuple_shapes)
     if shape.is_token:
-        from ..interpreter.evaluator import TOKEN
         return TOKEN
     return to_storage(next(it), shape)
 
@@ -172,7 +187,6 @@ def random_value(shape: Shape, rng: np.random.Generator):
     if shape.is_tuple:
         return tuple(random_value(s, rng) for s in shape.tuple_shapes)
     if shape.is_token:
-        from ..interpreter.evaluator import TOKEN
         return TOKEN
     return np.asarray(random_array(shape.element_type, tuple(shape.dims), rng))   # rank 0: an array, not a scalar
 

@@ -10,8 +10,9 @@ from hypothesis.extra import numpy as hnp
 
 from hlo.interpreter.linalg import (
     LAPACK_TARGETS, batch_norm_grad, batch_norm_inference, batch_norm_training, cholesky, fft,
-    householder_product, lu_decomposition, parse_mlir_attr_dict, potrf, qr_householder,
+    householder_product, lu_decomposition, potrf, qr_householder,
     svd_gesdd, symmetric_eigh, triangular_solve)
+from hlo.runtime.ffi_attributes import parse_mlir_attr_dict
 
 RNG = np.random.default_rng(1234)
 SQRT2 = math.sqrt(2.0)
