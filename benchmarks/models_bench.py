@@ -1,0 +1,196 @@
+"""Real models: our compiled backend against XLA:CPU, one thread, on a corpus of HLO programs.
+
+    python benchmarks/models_bench.py --corpus DIR [--corpus DIR2] [--runs 21] [--compile]
+        [--only NAME] [--features=-avx512f,...] [--no-xla]
+
+A corpus is a folder of NAME.hlo, NAME.inputs.npz, NAME.expected.npz and a MANIFEST.json with
+per-case tolerances (and, optionally, XLA:CPU's reference timings `xla_run_median_us` /
+`xla_compile_ms`). For every case the program is compiled (`hlo.codegen.JitExecutable`,
+threads=1), its outputs checked against the expected ones, and its run time measured as the
+median of --runs runs. When jax is importable the same text is compiled and run by XLA:CPU in the
+same process, interleaved with ours (XLA_FLAGS=--xla_cpu_multi_thread_eigen=false, the process
+pinned to one core); otherwise the MANIFEST's figures are printed, labelled "(manifest)".
+
+The ratio is XLA's time over ours: above 1.0 we are faster. With --compile, cold compile times
+(empty cache folder, every run) are printed instead: ours (parse + check + pipeline + LLVM) against
+XLA's (HLO text to a loaded executable), medians of --compile-runs.
+
+--features takes LLVM target features (e.g. `-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd`
+to force the AVX2 code paths on an AVX-512 host).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from xla_reference import xla_compiler  # noqa: E402
+
+from hlo.analysis.loading import load_module  # noqa: E402
+from hlo.codegen import CodegenOptions  # noqa: E402
+from hlo.codegen.jit import JitExecutable  # noqa: E402
+from hlo.runtime import values_io  # noqa: E402
+
+
+@dataclass
+class Case:
+    name: str
+    path: Path
+    manifest: dict
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text()
+
+    def inputs(self) -> list[np.ndarray]:
+        with np.load(self.path.with_suffix(".inputs.npz")) as z:
+            return [z[f"arg{i}"] for i in range(len(z.files))]
+
+    def expected(self) -> list[np.ndarray]:
+        with np.load(self.path.with_suffix(".expected.npz")) as z:
+            return [z[f"out{i}"] for i in range(len(z.files))]
+
+
+def load_corpus(folder: Path) -> list[Case]:
+    manifest = {m["name"]: m for m in json.loads((folder / "MANIFEST.json").read_text())}
+    return [Case(name, folder / f"{name}.hlo", entry) for name, entry in manifest.items()
+            if (folder / f"{name}.hlo").exists()]
+
+
+def pin_to_one_core() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def median_interleaved(functions: list[Callable], runs: int) -> list[tuple[float, float, float]]:
+    """(median, min, max) seconds of each function; each round calls every function once."""
+    samples: list[list[float]] = [[] for _ in functions]
+    for f in functions:
+        f()
+    for _ in range(runs):
+        for index, f in enumerate(functions):
+            start = time.perf_counter()
+            f()
+            samples[index].append(time.perf_counter() - start)
+    return [(statistics.median(s), min(s), max(s)) for s in samples]
+
+
+def decoded(array: np.ndarray, hlo_type: str) -> np.ndarray:
+    if hlo_type.startswith("bf16") and array.dtype in (np.uint16, np.int16):
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array
+
+
+def check_outputs(case: Case, outputs: list[np.ndarray]) -> Optional[str]:
+    """None when every output is within the case's tolerances, else what differs."""
+    m = case.manifest
+    expected = case.expected()
+    if len(outputs) != len(expected):
+        return f"{len(outputs)} outputs, expected {len(expected)}"
+    types = m.get("outputs", [""] * len(expected))
+    for index, (got, want) in enumerate(zip(outputs, expected)):
+        got, want = decoded(np.asarray(got), types[index]), decoded(want, types[index])
+        if got.shape != want.shape:
+            return f"out{index}: shape {got.shape} != {want.shape}"
+        if want.dtype.kind in "biu" or index in m.get("exact_outputs", []):
+            if not np.array_equal(got, want):
+                return f"out{index}: {int(np.sum(got != want))} elements differ"
+            continue
+        wide = np.complex128 if want.dtype.kind == "c" else np.float64
+        g, w = got.astype(wide), want.astype(wide)
+        bad = ~((np.abs(g - w) <= m["atol"] + m["rtol"] * np.abs(w)) | (np.isnan(g) & np.isnan(w)))
+        if bad.any():
+            return f"out{index}: {int(bad.sum())} elements off (max abs err {np.nanmax(np.abs(g - w)):.3g})"
+    return None
+
+
+def compile_ours(text: str, name: str, options: CodegenOptions) -> JitExecutable:
+    return JitExecutable(load_module(text, name), options, threads=1)
+
+
+def run_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
+    text, inputs = case.text, case.inputs()
+    ours = compile_ours(text, case.name, options)
+    problem = check_outputs(case, [values_io.from_storage(o) for o in ours.run(*inputs)])
+    if problem is not None:
+        return f"{case.name:44s} WRONG: {problem}"
+    functions = [lambda: ours.run(*inputs, reuse_results=True)]
+    label = "(manifest)"
+    if xla is not None:
+        xla_run = xla(text)
+        functions.append(lambda: xla_run(*inputs))
+        label = "(same run)"
+    times = median_interleaved(functions, runs)
+    ours_t = times[0]
+    xla_t = times[1][0] if xla is not None else case.manifest.get("xla_run_median_us", float("nan")) * 1e-6
+    return (f"{case.name:44s} ours {ours_t[0] * 1e6:10.1f} us [{ours_t[1] * 1e6:.0f}-{ours_t[2] * 1e6:.0f}]"
+            f"   xla {xla_t * 1e6:10.1f} us {label}   ratio {xla_t / ours_t[0]:6.2f}x")
+
+
+def compile_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
+    text = case.text
+    ours_samples = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["XDG_CACHE_HOME"] = cache
+            start = time.perf_counter()
+            compile_ours(text, case.name, options)
+            ours_samples.append(time.perf_counter() - start)
+    os.environ.pop("XDG_CACHE_HOME", None)
+    ours = statistics.median(ours_samples)
+    if xla is not None:
+        xla_samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            xla(text)
+            xla_samples.append(time.perf_counter() - start)
+        xla_t, label = statistics.median(xla_samples), "(same run)"
+    else:
+        xla_t, label = case.manifest.get("xla_compile_ms", float("nan")) * 1e-3, "(manifest)"
+    return (f"{case.name:44s} ours {ours:7.2f} s [{min(ours_samples):.2f}-{max(ours_samples):.2f}]"
+            f"   xla {xla_t:7.2f} s {label}   ratio {xla_t / ours:6.2f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", action="append", required=True, type=Path, help="a corpus folder")
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--compile", action="store_true", help="cold compile times instead of run times")
+    parser.add_argument("--compile-runs", type=int, default=3)
+    parser.add_argument("--only", action="append", help="run only these cases")
+    parser.add_argument("--features", help="LLVM target features, e.g. -avx512f (forces AVX2 paths)")
+    parser.add_argument("--no-xla", action="store_true", help="compare with the MANIFEST's figures only")
+    args = parser.parse_args()
+    pin_to_one_core()
+    options = CodegenOptions(features=args.features) if args.features else CodegenOptions()
+    xla = None if args.no_xla else xla_compiler()
+    print(f"# {'compile' if args.compile else 'run'} times, one thread; XLA:CPU "
+          f"{'measured in this run' if xla is not None else 'from the MANIFEST (jax not installed)'}; "
+          f"features: {args.features or 'host'}")
+    for folder in args.corpus:
+        for case in load_corpus(folder):
+            if args.only and case.name not in args.only:
+                continue
+            try:
+                line = (compile_case(case, args.compile_runs, options, xla) if args.compile
+                        else run_case(case, args.runs, options, xla))
+            except Exception as exc:  # a benchmark reports every case, failures included
+                line = f"{case.name:44s} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
