@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import U32, Shape
 from .computations import check_reducer
-from .core import (SHAPE_RULES, OpView, array_shape, braced, compatible, counted, dims_in_range, fmt, one_or_tuple,
+from .core import (SHAPE_RULES, OpView, array_shape, compatible, counted, dims_in_range, fmt, one_or_tuple,
                    scalar_shape)
 
 
@@ -238,7 +239,7 @@ def _source_target_pairs(op: OpView, allowed_repeats: int) -> None:
     targets: dict[int, int] = {}
     for pair in pairs:
         if len(pair) != 2:
-            raise op.fail(f"source_target_pairs entries are {{source,target}} pairs, got {braced(pair)}",
+            raise op.fail(f"source_target_pairs entries are {{source,target}} pairs, got {format_int_list(pair)}",
                           attribute="source_target_pairs")
         for role, device, seen in (("source", pair[0], sources), ("target", pair[1], targets)):
             if device < 0 or (limit != 1 and device >= limit):

@@ -2,11 +2,12 @@
 custom-call, the async wrappers (async-start/update/done and their sugar), copy-start/done."""
 from __future__ import annotations
 
+from ..attributes import format_int_list
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import PRED, S32, U32, Shape
 from .computations import (callee, check_operands_match_parameters, need_params, parameter_note, parameter_numbered,
                            root_note, signature_for)
-from .core import (SHAPE_RULES, OpView, array_shape, braced, compatible, counted, dims_in_range, fmt, scalar_shape,
+from .core import (SHAPE_RULES, OpView, array_shape, compatible, counted, dims_in_range, fmt, scalar_shape,
                    subshape)
 
 
@@ -19,8 +20,8 @@ def _map(op: OpView) -> Shape:
     op.equal_dims(shapes)
     dims = op.int_list("dimensions")
     if dims and list(dims) != list(range(shapes[0].rank)):
-        raise op.fail(f"'map' applies to every dimension: dimensions= must be {braced(range(shapes[0].rank))}, "
-                      f"got {braced(dims)}", attribute="dimensions")
+        raise op.fail(f"'map' applies to every dimension: dimensions= must be "
+                      f"{format_int_list(range(shapes[0].rank))}, got {format_int_list(dims)}", attribute="dimensions")
     comp, params, result = callee(op, "to_apply")
     need_params(op, comp, params, op.n, "to_apply", "one per operand")
     for k, (p, s) in enumerate(zip(params, shapes)):
@@ -183,17 +184,18 @@ def _check_aliasing(op: OpView, result: Shape) -> None:
         if not 0 <= entry.operand < op.n:
             raise op.fail(f"output_to_operand_aliasing names operand {entry.operand}, but '{op.opcode}' has "
                           f"{counted(op.n, 'operand')}", **where)
+        out_index, operand_index = format_int_list(entry.output_index), format_int_list(entry.operand_index)
         out = subshape(result, entry.output_index)
         operand = subshape(op.shapes[entry.operand], entry.operand_index)
         if out is None:
-            raise op.fail(f"output_to_operand_aliasing: {braced(entry.output_index)} is not an index into the result "
-                          f"{fmt(result)}", **where)
+            raise op.fail(f"output_to_operand_aliasing: {out_index} is not an index into the result {fmt(result)}",
+                          **where)
         if operand is None:
-            raise op.fail(f"output_to_operand_aliasing: {braced(entry.operand_index)} is not an index into operand "
+            raise op.fail(f"output_to_operand_aliasing: {operand_index} is not an index into operand "
                           f"{entry.operand} {fmt(op.shapes[entry.operand])}", **where)
         if not compatible(out, operand):
-            raise op.fail(f"output_to_operand_aliasing: result {braced(entry.output_index)} is {fmt(out)} but operand "
-                          f"{entry.operand} at {braced(entry.operand_index)} is {fmt(operand)}; aliased buffers need "
+            raise op.fail(f"output_to_operand_aliasing: result {out_index} is {fmt(out)} but operand "
+                          f"{entry.operand} at {operand_index} is {fmt(operand)}; aliased buffers need "
                           f"equal shapes", **where)
 
 

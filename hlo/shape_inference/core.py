@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..attributes import format_int_list
 from ..opcodes import OPCODES, Trait, TypeClass, has_trait
 from ..registry import OpRegistry
 from ..shapes import PrimitiveType, Shape, TypeKind, format_shape
@@ -84,11 +85,6 @@ def is_int(v) -> bool:
 def counted(n: int, noun: str) -> str:
     """'1 operand', '2 operands'."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def braced(values) -> str:
-    """'{1,2}': a list of integers as written in attributes."""
-    return "{" + ",".join(str(v) for v in values) + "}"
 
 
 def subshape(shape: Optional[Shape], index) -> Optional[Shape]:
@@ -224,7 +220,7 @@ class OpView:
     def one_dimension(self, name: str = "dimensions") -> int:
         dims = self.int_list(name)
         if len(dims) != 1:
-            raise self.fail(f"'{self.opcode}' needs exactly one dimension in {name}=, got {braced(dims)}",
+            raise self.fail(f"'{self.opcode}' needs exactly one dimension in {name}=, got {format_int_list(dims)}",
                             attribute=name)
         return dims[0]
 
@@ -270,9 +266,10 @@ class OpView:
 def dims_in_range(op: OpView, dims: Sequence[int], rank: int, attribute: str, what: str, operand=None) -> None:
     for d in dims:
         if not 0 <= d < rank:
-            raise op.fail(f"{attribute}={braced(dims)}: dimension {d} is out of range for {what} "
+            raise op.fail(f"{attribute}={format_int_list(dims)}: dimension {d} is out of range for {what} "
                           f"(valid: 0..{rank - 1})" if rank else
-                          f"{attribute}={braced(dims)}: dimension {d} is out of range for {what}, which has rank 0",
+                          f"{attribute}={format_int_list(dims)}: dimension {d} is out of range for {what}, which has "
+                          f"rank 0",
                           attribute=attribute, operand=operand)
 
 
@@ -280,13 +277,14 @@ def dims_unique(op: OpView, dims: Sequence[int], attribute: str) -> None:
     seen = set()
     for d in dims:
         if d in seen:
-            raise op.fail(f"{attribute}={braced(dims)}: dimension {d} appears more than once", attribute=attribute)
+            raise op.fail(f"{attribute}={format_int_list(dims)}: dimension {d} appears more than once",
+                          attribute=attribute)
         seen.add(d)
 
 
 def dims_sorted(op: OpView, dims: Sequence[int], attribute: str) -> None:
     if list(dims) != sorted(dims):
-        raise op.fail(f"{attribute}={braced(dims)} must be sorted in increasing order", attribute=attribute)
+        raise op.fail(f"{attribute}={format_int_list(dims)} must be sorted in increasing order", attribute=attribute)
 
 
 # --------------------------------------------------------------------------- rule registry

@@ -5,9 +5,10 @@ transpose, reverse, slice, concatenate, pad, tuples, bitcast and the dimension s
 """
 from __future__ import annotations
 
+from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import S32, UNBOUNDED, Shape
-from .core import (SHAPE_RULES, OpView, array_shape, braced, compatible, dims_in_range, dims_unique, element_count,
+from .core import (SHAPE_RULES, OpView, array_shape, compatible, dims_in_range, dims_unique, element_count,
                    fmt, in_class, is_int, retyped, scalar_shape)
 
 
@@ -62,7 +63,7 @@ def _broadcast(op: OpView) -> Shape:
     dims = op.int_list("dimensions")
     if len(dims) != operand.rank:
         raise op.fail(f"'broadcast' needs one entry in dimensions= per operand dimension: the operand is "
-                      f"{fmt(operand)} (rank {operand.rank}) but dimensions={braced(dims)} has {len(dims)}",
+                      f"{fmt(operand)} (rank {operand.rank}) but dimensions={format_int_list(dims)} has {len(dims)}",
                       attribute="dimensions")
     dims_in_range(op, dims, result.rank, "dimensions", f"the result {fmt(result)}")
     dims_unique(op, dims, "dimensions")
@@ -113,9 +114,10 @@ def _transpose(op: OpView) -> Shape:
     operand = op.array(0)
     perm = op.int_list("dimensions")
     if sorted(perm) != list(range(operand.rank)):
-        raise op.fail(f"transpose dimensions={braced(perm)} must be a permutation of 0..{operand.rank - 1} "
+        raise op.fail(f"transpose dimensions={format_int_list(perm)} must be a permutation of 0..{operand.rank - 1} "
                       f"(the operand is {fmt(operand)})" if operand.rank else
-                      f"transpose dimensions={braced(perm)} must be empty for the scalar operand {fmt(operand)}",
+                      f"transpose dimensions={format_int_list(perm)} must be empty for the scalar operand "
+                      f"{fmt(operand)}",
                       attribute="dimensions")
     return array_shape(operand.element_type, [operand.dims[p] for p in perm], [operand.dynamic[p] for p in perm])
 

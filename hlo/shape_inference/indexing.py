@@ -2,10 +2,11 @@
 (with batching dimensions, as in XLA's InferGatherShape and InferScatterShape)."""
 from __future__ import annotations
 
+from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import Shape
 from .computations import check_reducer
-from .core import (SHAPE_RULES, OpView, array_shape, braced, dims_in_range, dims_sorted, dims_unique, fmt,
+from .core import (SHAPE_RULES, OpView, array_shape, dims_in_range, dims_sorted, dims_unique, fmt,
                    one_or_tuple, scalar_shape)
 
 
@@ -34,7 +35,7 @@ def _sizes_fit(op: OpView, attribute: str, sizes: tuple[int, ...], operand: Shap
     """Each slice size is within its operand dimension."""
     for d, (s, n) in enumerate(zip(sizes, operand.dims)):
         if not 0 <= s <= n:
-            raise op.fail(f"{attribute}={braced(sizes)}: size {s} of dimension {d} must be in [0, {n}]",
+            raise op.fail(f"{attribute}={format_int_list(sizes)}: size {s} of dimension {d} must be in [0, {n}]",
                           attribute=attribute)
 
 
@@ -44,7 +45,7 @@ def _dynamic_slice(op: OpView) -> Shape:
     _start_indices(op, 1, operand.rank)
     sizes = op.int_list("dynamic_slice_sizes")
     if len(sizes) != operand.rank:
-        raise op.fail(f"dynamic_slice_sizes={braced(sizes)} needs one size per dimension of the operand "
+        raise op.fail(f"dynamic_slice_sizes={format_int_list(sizes)} needs one size per dimension of the operand "
                       f"{fmt(operand)}", attribute="dynamic_slice_sizes")
     _sizes_fit(op, "dynamic_slice_sizes", sizes, operand)
     return array_shape(operand.element_type, sizes)
@@ -91,13 +92,14 @@ def _check_batching(op: OpView, operand: Shape, expanded: tuple[int, ...], ivd: 
         raise op.fail(f"dimension {min(overlap)} is in both {operand_attr}= and {disjoint_from[0]}=",
                       attribute=operand_attr)
     if len(ibd) != len(obd):
-        raise op.fail(f"{indices_attr}={braced(ibd)} must have as many entries as {operand_attr}={braced(obd)}",
+        raise op.fail(f"{indices_attr}={format_int_list(ibd)} must have as many entries as "
+                      f"{operand_attr}={format_int_list(obd)}",
                       attribute=indices_attr)
     dims_in_range(op, ibd, len(expanded), indices_attr, "the indices")
     dims_unique(op, ibd, indices_attr)
     for od, sd in zip(obd, ibd):
         if sd == ivd:
-            raise op.fail(f"{indices_attr}={braced(ibd)} must not contain the index vector dimension {ivd}",
+            raise op.fail(f"{indices_attr}={format_int_list(ibd)} must not contain the index vector dimension {ivd}",
                           attribute=indices_attr)
         if expanded[sd] != operand.dims[od]:
             raise op.fail(f"batching dimensions must have equal sizes: operand dimension {od} has size "
@@ -109,13 +111,13 @@ def _check_batching(op: OpView, operand: Shape, expanded: tuple[int, ...], ivd: 
 def _check_index_map(op: OpView, attribute: str, index_map: tuple[int, ...], operand: Shape,
                      expanded: tuple[int, ...], ivd: int, batching: tuple[int, ...]) -> None:
     if len(index_map) != expanded[ivd]:
-        raise op.fail(f"{attribute}={braced(index_map)} has {len(index_map)} entries but the index vectors "
+        raise op.fail(f"{attribute}={format_int_list(index_map)} has {len(index_map)} entries but the index vectors "
                       f"(dimension {ivd} of the indices) have {expanded[ivd]}", attribute=attribute)
     dims_in_range(op, index_map, operand.rank, attribute, f"the operand {fmt(operand)}")
     dims_unique(op, index_map, attribute)
     both = set(index_map) & set(batching)
     if both:
-        raise op.fail(f"{attribute}={braced(index_map)} must not contain the batching dimension {min(both)}",
+        raise op.fail(f"{attribute}={format_int_list(index_map)} must not contain the batching dimension {min(both)}",
                       attribute=attribute)
 
 
@@ -138,7 +140,7 @@ def _gather(op: OpView) -> Shape:
                                ("collapsed_slice_dims", collapsed))
     _check_index_map(op, "start_index_map", index_map, operand, expanded, ivd, batching)
     if len(slice_sizes) != operand.rank:
-        raise op.fail(f"slice_sizes={braced(slice_sizes)} needs one size per dimension of the operand "
+        raise op.fail(f"slice_sizes={format_int_list(slice_sizes)} needs one size per dimension of the operand "
                       f"{fmt(operand)}", attribute="slice_sizes")
     if len(offset_dims) + len(collapsed) + len(batching) != operand.rank:
         raise op.fail(f"every operand dimension must be an offset, collapsed or batching dimension: "
@@ -148,7 +150,7 @@ def _gather(op: OpView) -> Shape:
     _sizes_fit(op, "slice_sizes", slice_sizes, operand)
     for d in collapsed + batching:
         if slice_sizes[d] > 1:
-            raise op.fail(f"slice_sizes={braced(slice_sizes)}: dimension {d} is collapsed or batching, so its "
+            raise op.fail(f"slice_sizes={format_int_list(slice_sizes)}: dimension {d} is collapsed or batching, so its "
                           f"slice size must be 0 or 1, not {slice_sizes[d]}", attribute="slice_sizes")
     window = [slice_sizes[d] for d in range(operand.rank) if d not in collapsed and d not in batching]
     batch = [n for d, n in enumerate(expanded) if d != ivd]

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import Shape, complex_type_of, real_type_of
-from .core import SHAPE_RULES, OpView, array_shape, braced, fmt
+from .core import SHAPE_RULES, OpView, array_shape, fmt
 
 
 @SHAPE_RULES.register(Op.FFT)
@@ -15,7 +16,7 @@ def _fft(op: OpView) -> Shape:
     lengths = op.int_list("fft_length")
     rank = len(lengths)
     if not 1 <= rank <= 3:
-        raise op.fail(f"fft_length={braced(lengths)} must have 1 to 3 entries", attribute="fft_length")
+        raise op.fail(f"fft_length={format_int_list(lengths)} must have 1 to 3 entries", attribute="fft_length")
     if operand.rank < rank:
         raise op.fail(f"an fft over {rank} dimensions needs an operand of rank >= {rank}, got {fmt(operand)}",
                       operand=0)
@@ -30,7 +31,7 @@ def _fft(op: OpView) -> Shape:
             raise op.fail(f"RFFT needs an f32 or f64 operand, got {fmt(operand)}", operand=0)
         if tuple(inner) != lengths:
             raise op.fail(f"RFFT needs the innermost dimensions of {fmt(operand)} to equal fft_length="
-                          f"{braced(lengths)}", attribute="fft_length")
+                          f"{format_int_list(lengths)}", attribute="fft_length")
         dims = list(operand.dims)
         if lengths[-1] != 0:
             dims[-1] = lengths[-1] // 2 + 1
@@ -39,10 +40,10 @@ def _fft(op: OpView) -> Shape:
         raise op.fail(f"IRFFT needs a complex operand, got {fmt(operand)}", operand=0)
     if tuple(inner[:-1]) != lengths[:-1]:
         raise op.fail(f"IRFFT needs the innermost dimensions of {fmt(operand)} but the last to equal "
-                      f"{braced(lengths[:-1])}", attribute="fft_length")
+                      f"{format_int_list(lengths[:-1])}", attribute="fft_length")
     last = operand.dims[-1]
     if (last != 0 or lengths[-1] != 0) and last != lengths[-1] // 2 + 1:
-        raise op.fail(f"IRFFT with fft_length={braced(lengths)} needs the last dimension of the operand to be "
+        raise op.fail(f"IRFFT with fft_length={format_int_list(lengths)} needs the last dimension of the operand to be "
                       f"{lengths[-1] // 2 + 1}, but the operand is {fmt(operand)}", attribute="fft_length")
     return array_shape(real_type_of(t), operand.dims[:-1] + (lengths[-1],))
 

@@ -1,9 +1,10 @@
 """Shape rules of the contractions: dot, scaled-dot, ragged-dot and convolution."""
 from __future__ import annotations
 
+from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import PrimitiveType, Shape
-from .core import SHAPE_RULES, OpView, array_shape, braced, counted, dims_in_range, fmt
+from .core import SHAPE_RULES, OpView, array_shape, counted, dims_in_range, fmt
 from .windows import window_attr, window_dims
 
 
@@ -40,13 +41,13 @@ def _check_dot_numbers(op: OpView, lhs: Shape, rhs: Shape, lb, lc, rb, rc) -> No
         for d in both:
             if both.count(d) > 1:
                 raise op.fail(f"{side} dimension {d} is listed more than once in {side}_batch_dims="
-                              f"{braced(batch)} and {side}_contracting_dims={braced(contracting)}",
+                              f"{format_int_list(batch)} and {side}_contracting_dims={format_int_list(contracting)}",
                               attribute=f"{side}_contracting_dims" if d in contracting else f"{side}_batch_dims")
     for kind, ldims, rdims in (("contracting", lc, rc), ("batch", lb, rb)):
         if len(ldims) != len(rdims):
             written = f"rhs_{kind}_dims" if op.has(f"rhs_{kind}_dims") else f"lhs_{kind}_dims"
-            raise op.fail(f"lhs_{kind}_dims={braced(ldims)} and rhs_{kind}_dims={braced(rdims)} must have the same "
-                          f"number of entries", attribute=written)
+            raise op.fail(f"lhs_{kind}_dims={format_int_list(ldims)} and rhs_{kind}_dims={format_int_list(rdims)} must "
+                          f"have the same number of entries", attribute=written)
         for l, r in zip(ldims, rdims):
             if lhs.dims[l] != rhs.dims[r]:
                 raise op.fail(f"{kind} dimensions must have equal sizes: lhs dimension {l} of {fmt(lhs)} has size "
@@ -100,10 +101,10 @@ def _ragged_dot(op: OpView) -> Shape:
     ragged = op.int_list("lhs_ragged_dims")
     group_dims = op.int_list("rhs_group_dims")
     if len(ragged) != 1:
-        raise op.fail(f"'ragged-dot' needs exactly one lhs_ragged_dims entry, got {braced(ragged)}",
+        raise op.fail(f"'ragged-dot' needs exactly one lhs_ragged_dims entry, got {format_int_list(ragged)}",
                       attribute="lhs_ragged_dims")
     if len(group_dims) > 1:
-        raise op.fail(f"'ragged-dot' takes at most one rhs_group_dims entry, got {braced(group_dims)}",
+        raise op.fail(f"'ragged-dot' takes at most one rhs_group_dims entry, got {format_int_list(group_dims)}",
                       attribute="rhs_group_dims")
     dims_in_range(op, ragged, lhs.rank, "lhs_ragged_dims", f"lhs {fmt(lhs)}")
     dims_in_range(op, group_dims, rhs.rank, "rhs_group_dims", f"rhs {fmt(rhs)}")
@@ -116,7 +117,7 @@ def _ragged_dot(op: OpView) -> Shape:
     if group_dims:
         g = group_dims[0]
         if g in rb or g in rc:
-            raise op.fail(f"rhs_group_dims={braced(group_dims)} must be neither a batch nor a contracting "
+            raise op.fail(f"rhs_group_dims={format_int_list(group_dims)} must be neither a batch nor a contracting "
                           f"dimension", attribute="rhs_group_dims")
         if ragged[0] in lc:
             raise op.fail("'ragged-dot' with a ragged contracting dimension takes no rhs_group_dims",
