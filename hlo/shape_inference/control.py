@@ -3,6 +3,8 @@ custom-call, the async wrappers (async-start/update/done and their sugar), copy-
 from __future__ import annotations
 
 from ..attributes import format_int_list
+from typing import Optional
+
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import PRED, S32, U32, Shape
 from .computations import (callee, check_operands_match_parameters, need_params, parameter_note, parameter_numbered,
@@ -58,6 +60,12 @@ def _scan(op: OpView) -> Shape:
         if not compatible(params[i], want):
             raise op.fail(f"to_apply computation %{comp.name}: parameter {i} is {fmt(params[i])} but must be "
                           f"{fmt(want)}", attribute="to_apply", **parameter_note(comp, i))
+    return _scan_result(op, comp, result, carries, d, length)
+
+
+def _scan_result(op: OpView, comp, result: Shape, carries: int, d: int, length: Optional[int]) -> Shape:
+    """The body's outputs stacked along dimension d, then the final carries."""
+    count = op.n - carries
     parts = list(result.tuple_shapes) if result.is_tuple else [result]
     if len(parts) < carries:
         raise op.fail(f"to_apply computation %{comp.name} returns {len(parts)} values but there are {carries} "

@@ -188,24 +188,31 @@ def _scatter(op: OpView) -> Shape:
     window_bounds = [n for d, n in enumerate(operand.dims) if d not in inserted and d not in batching]
     scatter_bounds = [n for d, n in enumerate(expanded) if d != ivd]
     for k, upd in enumerate(updates):
-        i = count + 1 + k
-        if upd.element_type is not operands[k].element_type:
-            raise op.fail(f"updates {k} of 'scatter' must have the element type of operand {k}: operand {k} is "
-                          f"{fmt(operands[k])} but operand {i} (updates) is {fmt(upd)}", operand=i)
-        if upd.rank != len(window_dims) + len(scatter_bounds):
-            raise op.fail(f"updates {fmt(upd)} must have rank {len(window_dims) + len(scatter_bounds)} "
-                          f"({len(window_dims)} update window dims + {len(scatter_bounds)} scatter dims of the "
-                          f"indices {fmt(indices)})", operand=i)
-        dims_in_range(op, window_dims, upd.rank, "update_window_dims", f"the updates {fmt(upd)}")
-        for w, d in enumerate(window_dims):
-            if upd.dims[d] > window_bounds[w]:
-                raise op.fail(f"update window dimension {d} of {fmt(upd)} has size {upd.dims[d]}, more than the "
-                              f"{window_bounds[w]} of the matching operand dimension", operand=i)
-        scatter_dims = [d for d in range(upd.rank) if d not in window_dims]
-        for d, bound in zip(scatter_dims, scatter_bounds):
-            if upd.dims[d] != bound:
-                raise op.fail(f"scatter dimension {d} of the updates {fmt(upd)} has size {upd.dims[d]} but the "
-                              f"matching dimension of the indices {fmt(indices)} has size {bound}", operand=i)
+        _check_updates(op, k, operands[k], upd, indices, window_dims, window_bounds, scatter_bounds)
     check_reducer(op, "to_apply", [scalar_shape(s.element_type) for s in operands],
                   [u.element_type for u in updates], ("operand", "updates"))
     return one_or_tuple(operands)
+
+
+def _check_updates(op: OpView, k: int, operand: Shape, upd: Shape, indices: Shape, window_dims: tuple[int, ...],
+                   window_bounds: list[int], scatter_bounds: list[int]) -> None:
+    """Updates k of a scatter: operand k's element type, window dims within the operand's, scatter
+    dims equal to the indices' batch dims."""
+    i = op.n // 2 + 1 + k
+    if upd.element_type is not operand.element_type:
+        raise op.fail(f"updates {k} of 'scatter' must have the element type of operand {k}: operand {k} is "
+                      f"{fmt(operand)} but operand {i} (updates) is {fmt(upd)}", operand=i)
+    if upd.rank != len(window_dims) + len(scatter_bounds):
+        raise op.fail(f"updates {fmt(upd)} must have rank {len(window_dims) + len(scatter_bounds)} "
+                      f"({len(window_dims)} update window dims + {len(scatter_bounds)} scatter dims of the "
+                      f"indices {fmt(indices)})", operand=i)
+    dims_in_range(op, window_dims, upd.rank, "update_window_dims", f"the updates {fmt(upd)}")
+    for w, d in enumerate(window_dims):
+        if upd.dims[d] > window_bounds[w]:
+            raise op.fail(f"update window dimension {d} of {fmt(upd)} has size {upd.dims[d]}, more than the "
+                          f"{window_bounds[w]} of the matching operand dimension", operand=i)
+    scatter_dims = [d for d in range(upd.rank) if d not in window_dims]
+    for d, bound in zip(scatter_dims, scatter_bounds):
+        if upd.dims[d] != bound:
+            raise op.fail(f"scatter dimension {d} of the updates {fmt(upd)} has size {upd.dims[d]} but the "
+                          f"matching dimension of the indices {fmt(indices)} has size {bound}", operand=i)

@@ -115,25 +115,29 @@ def _ragged_dot(op: OpView) -> Shape:
     lb, lc, rb, rc = _dot_numbers(op)
     rhs_dims = rhs
     if group_dims:
-        g = group_dims[0]
-        if g in rb or g in rc:
-            raise op.fail(f"rhs_group_dims={format_int_list(group_dims)} must be neither a batch nor a contracting "
-                          f"dimension", attribute="rhs_group_dims")
-        if ragged[0] in lc:
-            raise op.fail("'ragged-dot' with a ragged contracting dimension takes no rhs_group_dims",
-                          attribute="rhs_group_dims")
-        if rhs.dims[g] != count:
-            raise op.fail(f"rhs group dimension {g} of {fmt(rhs)} has size {rhs.dims[g]} but the group sizes "
-                          f"{fmt(groups)} describe {count} groups", operand=2)
-        # The group dimension is not part of the dot: drop it and renumber.
-        rhs_dims = array_shape(rhs.element_type, rhs.dims[:g] + rhs.dims[g + 1:])
-        rb = tuple(d - (d > g) for d in rb)
-        rc = tuple(d - (d > g) for d in rc)
+        rhs_dims, rb, rc = _without_group_dim(op, rhs, groups, group_dims[0], ragged[0] in lc, rb, rc)
     _check_dot_numbers(op, lhs, rhs_dims, lb, lc, rb, rc)
     dims, dynamic = _dot_result_dims(lhs, rhs_dims, lb, lc, rb, rc)
     if ragged[0] in lc:
         dims, dynamic = [count] + dims, [False] + dynamic
     return array_shape(_product_type(op, lhs, rhs), dims, dynamic)
+
+
+def _without_group_dim(op: OpView, rhs: Shape, groups: Shape, g: int, ragged_contracting: bool, rb, rc):
+    """(rhs, rhs_batch_dims, rhs_contracting_dims) without the group dimension g, which is not part
+    of the dot, after checking it."""
+    count = groups.dims[-1]
+    if g in rb or g in rc:
+        raise op.fail(f"rhs_group_dims={format_int_list((g,))} must be neither a batch nor a contracting "
+                      f"dimension", attribute="rhs_group_dims")
+    if ragged_contracting:
+        raise op.fail("'ragged-dot' with a ragged contracting dimension takes no rhs_group_dims",
+                      attribute="rhs_group_dims")
+    if rhs.dims[g] != count:
+        raise op.fail(f"rhs group dimension {g} of {fmt(rhs)} has size {rhs.dims[g]} but the group sizes "
+                      f"{fmt(groups)} describe {count} groups", operand=2)
+    rhs_without = array_shape(rhs.element_type, rhs.dims[:g] + rhs.dims[g + 1:])
+    return rhs_without, tuple(d - (d > g) for d in rb), tuple(d - (d > g) for d in rc)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -144,14 +148,7 @@ def _convolution(op: OpView) -> Shape:
     lhs, rhs = op.array(0, "input"), op.array(1, "kernel")
     labels = op.attr("dim_labels")
     window = window_attr(op)
-    groups = op.int_attr("feature_group_count")
-    batch_groups = op.int_attr("batch_group_count")
-    if groups < 1 or batch_groups < 1:
-        bad = "feature_group_count" if groups < 1 else "batch_group_count"
-        raise op.fail(f"{bad} must be positive, got {groups if groups < 1 else batch_groups}", attribute=bad)
-    if groups > 1 and batch_groups > 1:
-        raise op.fail(f"feature_group_count={groups} and batch_group_count={batch_groups} cannot both be greater "
-                      f"than 1", attribute="batch_group_count")
+    groups, batch_groups = _group_counts(op)
     rank = labels.num_spatial + 2
     for i, shape, role in ((0, lhs, "input"), (1, rhs, "kernel")):
         if shape.rank != rank:
@@ -161,7 +158,38 @@ def _convolution(op: OpView) -> Shape:
         raise op.fail(f"window has {counted(len(window.dims), 'dimension')} but dim_labels {labels.to_text()} have "
                       f"{counted(labels.num_spatial, 'spatial dimension')}", attribute="window")
     features, batch = lhs.dims[labels.input_feature], lhs.dims[labels.input_batch]
-    kernel_in, kernel_out = rhs.dims[labels.kernel_input_feature], rhs.dims[labels.kernel_output_feature]
+    kernel_out = rhs.dims[labels.kernel_output_feature]
+    _check_groups_divide(op, rhs, features, batch, rhs.dims[labels.kernel_input_feature], kernel_out, groups,
+                         batch_groups)
+    for k, (kd, wd) in enumerate(zip(labels.kernel_spatial, window.dims)):
+        if rhs.dims[kd] != wd.size:
+            raise op.fail(f"window size of spatial dimension {k} is {wd.size} but the kernel {fmt(rhs)} has size "
+                          f"{rhs.dims[kd]} there", attribute="window")
+    spatial = window_dims(op, [lhs.dims[d] for d in labels.input_spatial], window, "the input's spatial dims")
+    dims = [0] * rank
+    dims[labels.output_batch] = batch // batch_groups
+    dims[labels.output_feature] = kernel_out
+    for k, d in enumerate(labels.output_spatial):
+        dims[d] = spatial[k]
+    return array_shape(_product_type(op, lhs, rhs), dims)
+
+
+def _group_counts(op: OpView) -> tuple[int, int]:
+    """feature_group_count and batch_group_count: positive, not both above 1."""
+    groups = op.int_attr("feature_group_count")
+    batch_groups = op.int_attr("batch_group_count")
+    if groups < 1 or batch_groups < 1:
+        bad = "feature_group_count" if groups < 1 else "batch_group_count"
+        raise op.fail(f"{bad} must be positive, got {groups if groups < 1 else batch_groups}", attribute=bad)
+    if groups > 1 and batch_groups > 1:
+        raise op.fail(f"feature_group_count={groups} and batch_group_count={batch_groups} cannot both be greater "
+                      f"than 1", attribute="batch_group_count")
+    return groups, batch_groups
+
+
+def _check_groups_divide(op: OpView, rhs: Shape, features: int, batch: int, kernel_in: int, kernel_out: int,
+                         groups: int, batch_groups: int) -> None:
+    """The feature and batch groups split the input and the kernel evenly (XLA's InferConvolveShape)."""
     if features % groups or features // groups != kernel_in:
         raise op.fail(f"the input has {features} features and feature_group_count={groups}, so the kernel needs "
                       f"{features // groups if features % groups == 0 else 'a whole number of'} input features, "
@@ -175,14 +203,3 @@ def _convolution(op: OpView) -> Shape:
     if batch % batch_groups:
         raise op.fail(f"the input batch size {batch} must be divisible by batch_group_count={batch_groups}",
                       operand=0)
-    for k, (kd, wd) in enumerate(zip(labels.kernel_spatial, window.dims)):
-        if rhs.dims[kd] != wd.size:
-            raise op.fail(f"window size of spatial dimension {k} is {wd.size} but the kernel {fmt(rhs)} has size "
-                          f"{rhs.dims[kd]} there", attribute="window")
-    spatial = window_dims(op, [lhs.dims[d] for d in labels.input_spatial], window, "the input's spatial dims")
-    dims = [0] * rank
-    dims[labels.output_batch] = batch // batch_groups
-    dims[labels.output_feature] = kernel_out
-    for k, d in enumerate(labels.output_spatial):
-        dims[d] = spatial[k]
-    return array_shape(_product_type(op, lhs, rhs), dims)
