@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..opcodes import Op
-from ..shapes import PrimitiveType, Shape
+from ..shapes import PRED, PrimitiveType, Shape
 from .core import OpView, ShapeError, compatible, counted, fmt, scalar_shape
 
 
@@ -76,6 +76,22 @@ def check_operands_match_parameters(op: OpView, comp, params: list[Shape], attri
 def parameter_note(comp, number: int) -> dict:
     """ShapeError fields for a note at parameter `number` of `comp`."""
     return {"related": parameter_numbered(comp, number), "note": f"parameter {number} of %{comp.name} is declared here"}
+
+
+def check_parameters(op: OpView, comp, params: list[Shape], wants: list[Shape], attribute: str, what: str,
+                     reasons: list[str]) -> None:
+    """Parameter k of `comp` (called `what` in messages) is wants[k], for reasons[k]."""
+    for k, (p, want) in enumerate(zip(params, wants)):
+        if not compatible(p, want):
+            raise op.fail(f"{what}: parameter {k} is {fmt(p)} but must be {fmt(want)} ({reasons[k]})",
+                          attribute=attribute, **parameter_note(comp, k))
+
+
+def check_returns_pred(op: OpView, comp, result: Shape, attribute: str, what: str) -> None:
+    """`comp` (called `what` in messages) returns pred[]: a comparator, a loop condition."""
+    if not compatible(result, scalar_shape(PRED)):
+        raise op.fail(f"{what} must return pred[], but returns {fmt(result)}", attribute=attribute,
+                      **root_note(comp))
 
 
 def root_note(comp) -> dict:

@@ -2,13 +2,13 @@
 custom-call, the async wrappers (async-start/update/done and their sugar), copy-start/done."""
 from __future__ import annotations
 
-from ..attributes import format_int_list
 from typing import Optional
 
+from ..attributes import format_int_list
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import PRED, S32, U32, Shape
-from .computations import (callee, check_operands_match_parameters, need_params, parameter_note, parameter_numbered,
-                           root_note, signature_for)
+from .computations import (callee, check_operands_match_parameters, check_returns_pred, need_params, parameter_note,
+                           parameter_numbered, root_note, signature_for)
 from .core import (SHAPE_RULES, OpView, array_shape, compatible, counted, dims_in_range, fmt, scalar_shape,
                    subshape)
 
@@ -109,9 +109,7 @@ def _while(op: OpView) -> Shape:
         check_operands_match_parameters(op, comp, params, attribute)
         results[attribute] = (comp, result)
     cond, cond_result = results["condition"]
-    if not compatible(cond_result, scalar_shape(PRED)):
-        raise op.fail(f"condition computation %{cond.name} must return pred[], but returns {fmt(cond_result)}",
-                      attribute="condition", **root_note(cond))
+    check_returns_pred(op, cond, cond_result, "condition", f"condition computation %{cond.name}")
     body, body_result = results["body"]
     if not compatible(body_result, init):
         raise op.fail(f"body computation %{body.name} must return the loop state {fmt(init)}, but returns "

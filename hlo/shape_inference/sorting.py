@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..opcodes import Op
-from ..shapes import PRED, S32, Shape
-from .computations import callee, need_params, parameter_note, root_note
-from .core import SHAPE_RULES, OpView, array_shape, compatible, fmt, one_or_tuple, scalar_shape
+from ..shapes import S32, Shape
+from .computations import callee, check_parameters, check_returns_pred, need_params
+from .core import SHAPE_RULES, OpView, array_shape, fmt, one_or_tuple, scalar_shape
 
 
 @SHAPE_RULES.register(Op.SORT)
@@ -14,14 +14,10 @@ def _sort(op: OpView) -> Shape:
     op.one_dimension_of(shapes[:1])
     comp, params, result = callee(op, "to_apply")
     need_params(op, comp, params, 2 * op.n, "to_apply", "two per operand")
-    for k, p in enumerate(params):
-        want = scalar_shape(shapes[k // 2].element_type)
-        if not compatible(p, want):
-            raise op.fail(f"comparator %{comp.name}: parameter {k} is {fmt(p)} but must be {fmt(want)} "
-                          f"(an element of operand {k // 2})", attribute="to_apply", **parameter_note(comp, k))
-    if not compatible(result, scalar_shape(PRED)):
-        raise op.fail(f"comparator %{comp.name} of 'sort' must return pred[], but returns {fmt(result)}",
-                      attribute="to_apply", **root_note(comp))
+    wants = [scalar_shape(shapes[k // 2].element_type) for k in range(len(params))]
+    reasons = [f"an element of operand {k // 2}" for k in range(len(params))]
+    check_parameters(op, comp, params, wants, "to_apply", f"comparator %{comp.name}", reasons)
+    check_returns_pred(op, comp, result, "to_apply", f"comparator %{comp.name} of 'sort'")
     return one_or_tuple(shapes)
 
 

@@ -6,10 +6,9 @@ from typing import Sequence
 
 from ..attributes import Window
 from ..opcodes import Op
-from ..shapes import PRED, Shape
-from .computations import callee, check_reducer, need_params, parameter_note, root_note
-from .core import (SHAPE_RULES, OpView, array_shape, compatible, counted, dims_in_range, dims_unique, fmt,
-                   scalar_shape)
+from ..shapes import Shape
+from .computations import callee, check_parameters, check_reducer, check_returns_pred, need_params
+from .core import SHAPE_RULES, OpView, array_shape, counted, dims_in_range, dims_unique, fmt, scalar_shape
 
 
 # --------------------------------------------------------------------------- window geometry
@@ -115,14 +114,10 @@ def _select_and_scatter(op: OpView) -> Shape:
     op.scalar(2, "init value")
     comp, params, result = callee(op, "select")
     need_params(op, comp, params, 2, "select")
-    element = scalar_shape(operand.element_type)
-    for k, p in enumerate(params):
-        if not compatible(p, element):
-            raise op.fail(f"select computation %{comp.name}: parameter {k} is {fmt(p)} but must be {fmt(element)} "
-                          f"(the operand's element type)", attribute="select", **parameter_note(comp, k))
-    if not compatible(result, scalar_shape(PRED)):
-        raise op.fail(f"select computation %{comp.name} must return pred[], but returns {fmt(result)}",
-                      attribute="select", **root_note(comp))
+    what = f"select computation %{comp.name}"
+    check_parameters(op, comp, params, [scalar_shape(operand.element_type)] * 2, "select", what,
+                     ["the operand's element type"] * 2)
+    check_returns_pred(op, comp, result, "select", what)
     check_reducer(op, "scatter", [op.shapes[2]], [source.element_type], ("init value", "source"), [2])
     expected = window_dims(op, operand.dims, window_attr(op), f"the operand {fmt(operand)}")
     if source.dims != expected:
