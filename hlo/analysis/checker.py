@@ -7,7 +7,7 @@ called computation, its parameter or ROOT). `check_instruction(inst)` checks a s
 instruction; passes call it on what they build.
 
 What is checked:
-* per instruction: operand count, every shape rule of hlo/shape_inference.py (types,
+* per instruction: operand count, every shape rule of hlo/shape_inference/ (types,
   dimension numbers, windows, padding, called-computation signatures, tuple indices,
   no implicit broadcasting ...), and that the written shape equals the inferred one
   (layouts ignored), plus well-formed layouts;
@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..attributes import format_int_list
 from ..diagnostics import Diagnostic, DiagnosticSink, SourceLoc
 from ..opcodes import OPCODES, Op
-from ..shape_inference import ShapeError, compatible, display_opcode, fmt, infer_shape
+from ..shape_inference import (ShapeError, compatible, display_opcode, fmt, infer_shape, numbered_parameters,
+                               subshape)
 
 
 def check_module(module) -> None:
@@ -103,9 +105,8 @@ def _layouts_ok(inst, sink: DiagnosticSink) -> bool:
         if layout is None or not leaf.element_type.is_array_type:
             continue
         if sorted(layout.minor_to_major) != list(range(leaf.rank)):
-            order = "{" + ",".join(map(str, layout.minor_to_major)) + "}"
-            sink.add(_error(f"layout {order} of {fmt(leaf)} must list each of its {leaf.rank} dimensions exactly "
-                            f"once (minor to major)", inst.loc))
+            sink.add(_error(f"layout {format_int_list(layout.minor_to_major)} of {fmt(leaf)} must list each of its "
+                            f"{leaf.rank} dimensions exactly once (minor to major)", inst.loc))
             return False
     return True
 
@@ -179,22 +180,14 @@ def _header_loc(module, attribute: str) -> Optional[SourceLoc]:
     return module.entry.loc if module.entry is not None else None
 
 
-def _entry_parameters(module) -> Optional[list]:
-    params = [i for i in module.entry.instructions if i.opcode == Op.PARAMETER]
-    numbers = sorted(p.attrs.get("parameter_number", -1) for p in params)
-    if numbers != list(range(len(params))):
-        return None  # reported by the parameter-number check
-    return sorted(params, key=lambda p: p.attrs["parameter_number"])
-
-
 def _check_entry_layout(module, sink: DiagnosticSink) -> None:
     layout = module.config.entry_computation_layout
     entry = module.entry
     if layout is None or entry is None or entry.root is None:
         return
-    params = _entry_parameters(module)
+    params = numbered_parameters(entry)
     if params is None:
-        return
+        return  # reported by the parameter-number check
     loc = _header_loc(module, "entry_computation_layout")
     if len(layout.parameters) != len(params):
         count = len(layout.parameters)
@@ -214,38 +207,26 @@ def _check_entry_layout(module, sink: DiagnosticSink) -> None:
                         (f"the ROOT of %{entry.name} is here", root.loc)))
 
 
-def _subshape(shape, index):
-    for i in index:
-        if shape is None or not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
-            return None
-        shape = shape.tuple_shapes[i]
-    return shape
-
-
-def _index(index) -> str:
-    return "{" + ",".join(map(str, index)) + "}"
-
-
 def _check_io_aliasing(module, sink: DiagnosticSink) -> None:
     cfg = module.config
     entry = module.entry
     if entry is None or entry.root is None or not (cfg.input_output_alias or cfg.buffer_donor):
         return
-    params = _entry_parameters(module)
+    params = numbered_parameters(entry)
     if params is None:
-        return
+        return  # reported by the parameter-number check
     loc = _header_loc(module, "input_output_alias")
     for alias in cfg.input_output_alias:
-        output = _subshape(entry.root.shape, alias.output_index)
+        output = subshape(entry.root.shape, alias.output_index)
         if output is None:
-            sink.add(_error(f"input_output_alias: {_index(alias.output_index)} is not an index into the result "
-                            f"{fmt(entry.root.shape)} of ENTRY %{entry.name}", loc))
+            sink.add(_error(f"input_output_alias: {format_int_list(alias.output_index)} is not an index into the "
+                            f"result {fmt(entry.root.shape)} of ENTRY %{entry.name}", loc))
             continue
         param = _aliased_parameter(module, params, alias.parameter, alias.parameter_index, "input_output_alias",
                                    loc, sink)
         if param is not None and output.byte_size() != param.byte_size():
-            sink.add(_error(f"input_output_alias: output {_index(alias.output_index)} is {fmt(output)} but "
-                            f"parameter {alias.parameter} at {_index(alias.parameter_index)} is {fmt(param)}; "
+            sink.add(_error(f"input_output_alias: output {format_int_list(alias.output_index)} is {fmt(output)} but "
+                            f"parameter {alias.parameter} at {format_int_list(alias.parameter_index)} is {fmt(param)}; "
                             f"aliased buffers must have the same size", loc))
     donor_loc = _header_loc(module, "buffer_donor")
     for number, index in cfg.buffer_donor:
@@ -257,8 +238,8 @@ def _aliased_parameter(module, params, number, index, what, loc, sink):
         sink.add(_error(f"{what}: parameter {number} does not exist; ENTRY %{module.entry.name} has "
                         f"{len(params)} parameters", loc))
         return None
-    shape = _subshape(params[number].shape, index)
+    shape = subshape(params[number].shape, index)
     if shape is None:
-        sink.add(_error(f"{what}: {_index(index)} is not an index into parameter {number} "
+        sink.add(_error(f"{what}: {format_int_list(index)} is not an index into parameter {number} "
                         f"{fmt(params[number].shape)}", loc))
     return shape

@@ -1,5 +1,9 @@
 """Shared helpers of the checker tests: run the checker on a module text and summarise
-its diagnostics as 'line:col: message' strings (notes as 'note line:col: message')."""
+its diagnostics as 'line:col: message' strings (notes as 'note line:col: message').
+
+The cases of single diagnostics are golden files, tests/golden/checker/*.hlo (their notes are
+checked by test_checker_notes.py); the Python tests keep what those cannot say (order,
+rendering, properties)."""
 from __future__ import annotations
 
 import pytest
@@ -31,12 +35,3 @@ def diagnostics_of(text: str) -> list:
 def check():
     """check(text) -> the summarised diagnostics (one list of lines per diagnostic)."""
     return lambda text: [summarise(d) for d in diagnostics_of(text)]
-
-
-@pytest.fixture
-def expect_error():
-    """expect_error(text, lines): the checker reports exactly one error, summarised as `lines`."""
-    def run(text: str, expected: list[str]) -> None:
-        found = [summarise(d) for d in diagnostics_of(text)]
-        assert found == [expected], "\n\n".join("\n".join(d) for d in found)
-    return run

@@ -13,8 +13,9 @@ from hlo.attributes import GatherDims, Window, WindowDim
 from hlo.analysis.checker import check_module
 from hlo.interpreter.indexing import gather_result_dims
 from hlo.ir import Instruction
-from hlo.shape_inference import ShapeError, compatible, infer_shape
-from hlo.shapes import PRIMITIVE_TYPES, Layout, Shape
+from hlo.opcodes import ELEMENTWISE, OPCODES, Op, ResultType, TypeClass
+from hlo.shape_inference import SHAPE_RULES, ShapeError, compatible, infer_shape
+from hlo.shapes import PRIMITIVE_TYPES, Layout, Shape, real_type_of
 
 OMITTED = """HloModule omitted
 
@@ -168,6 +169,30 @@ def test_binary_elementwise_keeps_dimensions(dims, t, opcode):
         return
     assert result.dims == tuple(dims)
     assert result.element_type.name == ("pred" if opcode == "compare" else t.name)
+
+
+TYPE_CLASS_OF = {"pred": TypeClass.PRED, "signed": TypeClass.SINT, "unsigned": TypeClass.UINT,
+                 "float": TypeClass.FLOAT, "complex": TypeClass.COMPLEX}
+
+
+@pytest.mark.parametrize("opcode", sorted(op for op in ELEMENTWISE if OPCODES[op].arity in (1, 2)))
+def test_elementwise_element_types_come_from_the_table(opcode):
+    """Operands of each type the table allows are accepted (with the table's result type),
+    others refused with the table's words for the class."""
+    info = OPCODES[opcode]
+    if SHAPE_RULES.get(opcode) is not SHAPE_RULES.get(Op.ADD):
+        pytest.skip("a rule of its own")
+    for t in ARRAY_TYPES:
+        shape = Shape.array(t, [2])
+        inst = make(opcode, [shape] * info.arity)
+        if TYPE_CLASS_OF[t.kind.value] & info.operand_types:
+            result = infer_shape(inst)
+            expected = {ResultType.SAME: t.name, ResultType.PRED: "pred",
+                        ResultType.REAL_PART: real_type_of(t).name}[info.result_type]
+            assert result.element_type.name == expected
+        else:
+            with pytest.raises(ShapeError, match=f"'{opcode}' needs {info.operand_types.words()} elements"):
+                infer_shape(inst)
 
 
 @settings(max_examples=200, deadline=None)
