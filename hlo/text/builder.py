@@ -29,6 +29,8 @@ _LITERAL_OPERAND = ops_with(Trait.LITERAL_OPERAND)  # a number or literal where 
 
 
 class Builder:
+    """Builds one Module from its records; every error goes to `sink`."""
+
     def __init__(self, source: SourceFile):
         self.source = source
         self.sink = DiagnosticSink()
