@@ -4,8 +4,7 @@ Builds a module of (by default) 100,000+ instructions written the way XLA dumps
 them: `%` names, result layouts, `metadata={op_name=... source_file=...
 source_line=...}` on every line, a mix of elementwise ops, broadcasts,
 reshapes, dots, small constants and fusion calls. Prints the median parse
-throughput (instructions/s) of a few runs, and the checker's throughput when
-hlo.analysis.checker.check_module does real work.
+throughput (instructions/s) of a few runs, and the checker's throughput.
 
     python benchmarks/parse_bench.py [--instructions N] [--runs R] [--profile]
 """
@@ -18,6 +17,7 @@ import statistics
 import sys
 import time
 
+from hlo.analysis.checker import check_module
 from hlo.text.parser import clear_parse_cache, parse_module
 
 _FUSION_BODY = """%fused_computation.{i} (param_0.{i}: f32[64,32], param_1.{i}: f32[64,32]) -> f32[64,32] {{
@@ -86,15 +86,6 @@ def _median_seconds(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def _checker():
-    """check_module if the checker does real work (the placeholder returns at once)."""
-    try:
-        from hlo.analysis.checker import check_module
-    except ImportError:
-        return None
-    return check_module
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instructions", type=int, default=100_000)
@@ -123,14 +114,9 @@ def main(argv=None) -> int:
     cached = _median_seconds(lambda: parse_module(text, "bench.hlo"), args.runs)
     print(f"parse (content-hash cache hit): {cached * 1000:.1f} ms  ->  {count / cached:,.0f} instructions/s")
 
-    check = _checker()
-    if check is not None:
-        module = parse_fresh()
-        seconds = _median_seconds(lambda: check(module), args.runs)
-        if seconds > 1e-3:
-            print(f"check: {seconds:.2f} s median of {args.runs}  ->  {count / seconds:,.0f} instructions/s")
-        else:
-            print("check: hlo.analysis.checker.check_module is a placeholder (no work done)")
+    module = parse_fresh()
+    seconds = _median_seconds(lambda: check_module(module), args.runs)
+    print(f"check: {seconds:.2f} s median of {args.runs}  ->  {count / seconds:,.0f} instructions/s")
     return 0
 
 

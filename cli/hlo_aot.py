@@ -6,10 +6,12 @@ import re
 from typing import Optional
 
 import click
+import llvmlite.binding as llvm
 
 from hlo.analysis.loading import load_module
 from hlo.codegen import CodegenOptions
 from hlo.codegen.aot import compile_aot, is_c_identifier
+from hlo.codegen.target import resolved_target
 from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 
 HELP = """Compile MODULE (an .hlo file, '-' for stdin) to PREFIX.o and PREFIX.h.
@@ -70,8 +72,6 @@ def _refuse_overwriting_input(module_file: str, outputs) -> None:
 def _checked_target(options: CodegenOptions) -> CodegenOptions:
     """Reject an unknown triple as a user error rather than an internal one."""
     if options.triple:
-        import llvmlite.binding as llvm
-        from hlo.codegen.target import resolved_target
         resolved_target(options)  # initialises the targets
         try:
             llvm.Target.from_triple(options.triple)

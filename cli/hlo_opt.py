@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import enum
 import sys
 from dataclasses import dataclass, field
 
@@ -18,13 +19,22 @@ import click
 
 from hlo import format_module
 from hlo.analysis.loading import load_module
-from hlo_cli.common import UsageError, emit, read_text, tool_main
 from hlo.opcodes import Op
+from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
+from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
+from hlo.text.dot import module_to_dot
+from hlo_cli.common import UsageError, emit, read_text, tool_main
+
+
+class Emit(enum.StrEnum):
+    """What --emit writes."""
+    HLO = "hlo"      # the canonical text
+    DOT = "dot"      # a Graphviz drawing of one computation
+    LLVM = "llvm"    # the compiled backend's LLVM IR
+    ASM = "asm"      # the compiled backend's host assembly
 
 
 def _list_passes() -> str:
-    from hlo.passes.pass_manager import available_passes
-    from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
     passes = available_passes()
     width = max(len(name) for name in passes)
     lines = [f"  {name:<{width}}  {cls.description}\n" for name, cls in passes.items()]
@@ -133,7 +143,7 @@ class Printer:
               help="Print a unified diff to stderr after every pass that changed the module.")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
 @click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after to stderr.")
-@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot", "llvm", "asm"]), default="hlo",
+@click.option("--emit", "emit_kind", type=click.Choice([kind.value for kind in Emit]), default=Emit.HLO.value,
               show_default=True,
               help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
                    "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
@@ -147,29 +157,29 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
     if list_passes:
         click.echo(_list_passes(), nl=False)
         return
-    pipeline_text = _pipeline_text(pipeline, pipeline_name)
-    _check_options(pipeline_text, verify, verify_each, print_after, print_after_all or print_changed or
+    steps_text = _pipeline_text(pipeline, pipeline_name)
+    _check_options(steps_text, verify, verify_each, print_after, print_after_all or print_changed or
                    time_passes, emit_kind, computation)
     name, text = read_text(input_file)
     module = load_module(text, name, verify=verify)
     before = top_level_opcode_counts(module) if stats else None
-    if pipeline_text is not None:
-        events = _run(module, pipeline_text, verify_each, print_after_all, print_after, print_changed)
+    if steps_text is not None:
+        events = _run(module, steps_text, verify_each, print_after_all, print_after, print_changed)
         if time_passes:
             _err(time_table(events))
     if stats:
         _err(stats_table(before, top_level_opcode_counts(module)))
-    emit_output(module, output, input_file, emit_kind, computation, run_default=pipeline_text is None)
+    emit_output(module, output, input_file, emit_kind, computation, run_default=steps_text is None)
 
 
 def emit_output(module, output, input_file, kind: str, computation: str | None, run_default: bool = True) -> None:
-    if kind in ("llvm", "asm"):
-        from hlo.codegen import CodegenOptions, compile_assembly, lower_module
+    if kind in (Emit.LLVM, Emit.ASM):
+        # llvmlite and the code generator load only for --emit llvm/asm.
+        from hlo.codegen import CodegenOptions, compile_assembly, lower_module  # lazy: llvmlite
         options = CodegenOptions(run_pipeline=run_default)
         lowered = lower_module(module, options)
-        emit(lowered.llvm_ir if kind == "llvm" else compile_assembly(lowered, options), output, inputs=[input_file])
-    elif kind == "dot":
-        from hlo.text.dot import module_to_dot
+        emit(lowered.llvm_ir if kind == Emit.LLVM else compile_assembly(lowered, options), output, inputs=[input_file])
+    elif kind == Emit.DOT:
         emit(module_to_dot(module, computation), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
@@ -180,7 +190,6 @@ def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
         raise UsageError("--passes and --pipeline are exclusive: give one pipeline")
     if pipeline_name is None:
         return passes
-    from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
     if pipeline_name not in PIPELINE_SPECS:
         raise UsageError(f"unknown pipeline '{pipeline_name}'; pipelines: {', '.join(sorted(PIPELINE_SPECS))}")
     return pipeline_text(pipeline_name)
@@ -192,17 +201,15 @@ def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, e
     if (print_after or needs_pipeline) and pipeline is None:
         raise UsageError("--print-after*, --print-changed and --time-passes need --passes or --pipeline")
     if print_after:
-        from hlo.passes.pass_manager import available_passes
         unknown = [p for p in print_after if p not in available_passes()]
         if unknown:
             raise UsageError(f"--print-after: unknown pass '{unknown[0]}'; --list-passes shows the passes")
-    if computation is not None and emit_kind != "dot":
+    if computation is not None and emit_kind != Emit.DOT:
         raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
 
 
-def _run(module, pipeline_text, verify_each, print_after_all, print_after, print_changed):
-    from hlo.passes.pass_manager import PassRunner, parse_pipeline
-    steps = parse_pipeline(pipeline_text)
+def _run(module, steps_text, verify_each, print_after_all, print_after, print_changed):
+    steps = parse_pipeline(steps_text)
     observers = []
     if print_after_all or print_after or print_changed:
         printer = Printer(print_after_all, tuple(print_after), print_changed)

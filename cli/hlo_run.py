@@ -120,7 +120,7 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
                   protected: list, threads: Optional[int] = None) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
-    from hlo.codegen import JitExecutable
+    from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
     if devices != 1:
         raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
                          f"{devices} devices")

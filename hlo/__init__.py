@@ -16,9 +16,9 @@ __all__ = ["HloError", "parse_module", "format_module", "check_module", "run"]
 def __getattr__(name: str):
     """check_module and run load on first use: tools that only parse and print start faster."""
     if name == "check_module":
-        from .analysis.checker import check_module
+        from .analysis.checker import check_module  # lazy: tool start-up
         return check_module
     if name == "run":
-        from .interpreter import run
+        from .interpreter import run  # lazy: tool start-up
         return run
     raise AttributeError(f"module 'hlo' has no attribute {name!r}")

@@ -80,6 +80,7 @@ class Trait(enum.Flag):
     ASYNC_WRAPPER = enum.auto()        # async-start / async-update / async-done
     NO_CODE = enum.auto()              # a buffer alias, no code of its own (parameter, constant, tuple, gte)
     SIDE_EFFECT = enum.auto()          # from the table's side_effect flag: never removed, never reordered
+    LITERAL_OPERAND = enum.auto()      # its parentheses hold a number or a literal, not operands
 
 
 class TypeClass(enum.Flag):
@@ -506,6 +507,7 @@ _GROUPS: dict[Trait, tuple[str, ...]] = {
     Trait.CHANNEL: ("send", "send-done", "recv", "recv-done"),
     Trait.ASYNC_WRAPPER: ("async-start", "async-update", "async-done"),
     Trait.NO_CODE: ("parameter", "constant", "tuple", "get-tuple-element"),
+    Trait.LITERAL_OPERAND: ("parameter", "constant"),
 }
 
 # Element types the operands of each elementwise op may have (XLA's InferUnaryOpShape and

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..opcodes import OPCODES, GENERIC_ATTRIBUTES, AttrKind, wrapped_attr_specs
 from ..shapes import PRIMITIVE_TYPES
@@ -111,13 +111,22 @@ class _OperandContext:
     index: int          # which operand the cursor is in
 
 
-def _depth_scan(s: str) -> int:
+def _bracket_depths(s: str) -> Iterator[int]:
+    """The bracket depth after each bracket of s."""
     depth = 0
     for ch in s:
         if ch in "([{":
             depth += 1
+            yield depth
         elif ch in ")]}":
             depth -= 1
+            yield depth
+
+
+def _depth_scan(s: str) -> int:
+    depth = 0
+    for depth in _bracket_depths(s):
+        pass
     return depth
 
 
@@ -125,13 +134,9 @@ def _in_operand_list(operands: str) -> bool:
     """operands starts with the operand list's '(': whether that '(' is still open at its end
     (not merely whether some bracket is: `), branch_computations={%a, %` is past the operands)."""
     depth = 0
-    for ch in operands:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth <= 0:
-                return False
+    for depth in _bracket_depths(operands):
+        if depth <= 0:
+            return False
     return depth > 0
 
 

@@ -26,8 +26,8 @@ from typing import Callable, Optional
 
 from ..diagnostics import HloError, SourceFile
 from ..text.lexer import tokenize
-from ..opcodes import OPCODES, AttrKind, wrapped_attr_specs
-from ..text.parser import _lark
+from ..opcodes import OPCODES, AttrKind, Trait, ops_with, wrapped_attr_specs
+from ..text.grammar import load_grammar
 
 INSTRUCTION, COMPUTATION = "instruction", "computation"
 DEFINITION, USE, DECLARATION = "definition", "use", "declaration"
@@ -37,8 +37,8 @@ COMPUTATION_ATTRIBUTES = frozenset(
     spec.name for info in OPCODES.values() for spec in info.attrs
     if spec.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
 INSTRUCTION_LIST_ATTRIBUTES = frozenset({"control-predecessors"})
-# Opcodes whose parentheses hold a number or a literal instead of operands (as in hlo/parser.py).
-LITERAL_OPERAND_OPCODES = frozenset({"parameter", "constant"})
+# Opcodes whose parentheses hold a number or a literal instead of operands.
+LITERAL_OPERAND_OPCODES = ops_with(Trait.LITERAL_OPERAND)
 _NAME_IN_OPERANDS = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
 _NAME_KINDS = frozenset({"NAME", "IDENT"})
 _OPERAND_START = frozenset({"LPAR", "OPERAND_NAMES", "LITERAL_TEXT"})
@@ -198,7 +198,7 @@ def lex_tolerantly(text: str, should_stop: Optional[Callable[[], bool]] = None
     A string running over several lines is taken for an unterminated one (the printer escapes line
     breaks), so that one missing '"' does not swallow the statements that follow.
     """
-    _lark()  # installs the lexer's regular expressions
+    load_grammar()  # installs the lexer's regular expressions
     kinds: list[str] = []
     starts: list[int] = []
     values: list[str] = []

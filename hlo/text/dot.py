@@ -15,15 +15,29 @@ from typing import Optional
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Computation, Instruction, Module
 from ..shapes import format_shape
-from ..opcodes import Op
+from ..opcodes import Category, Op, OpInfo, Trait
 
 NODE_STYLE = {
-    "parameter": 'shape=box, style=filled, fillcolor="#fff3c4"',
-    "constant": 'shape=box, style=filled, fillcolor="#eeeeee"',
+    Op.PARAMETER: 'shape=box, style=filled, fillcolor="#fff3c4"',
+    Op.CONSTANT: 'shape=box, style=filled, fillcolor="#eeeeee"',
 }
+PLAIN_STYLE = "shape=ellipse"
+# Heroes, drawn filled, are where the work is: products, reductions, gathers and scatters,
+# sorts, linear algebra, calls of other computations or of library code.
 HERO_STYLE = 'style=filled, fillcolor="#c8e0ff"'
-HEROES = {"dot", "convolution", "reduce", "reduce-window", "custom-call", "while", "conditional", "call",
-          "sort", "scatter", "gather", "fft"}
+HERO_CATEGORIES = frozenset({Category.DOT_CONV, Category.REDUCTION, Category.INDEXING, Category.CONTROL,
+                             Category.LINALG, Category.CUSTOM})
+
+
+def is_hero(info: OpInfo) -> bool:
+    return info.category in HERO_CATEGORIES and not info.has(Trait.CHEAP)
+
+
+def node_style(inst: Instruction) -> str:
+    style = NODE_STYLE.get(inst.opcode)
+    if style is not None:
+        return style
+    return HERO_STYLE if is_hero(inst.info) else PLAIN_STYLE
 
 
 def quote(text: str) -> str:
@@ -64,7 +78,7 @@ class _DotWriter:
                 value_node[id(inst)] = self._cluster(inst, indent)
                 continue
             node = self.node_id(inst)
-            style = NODE_STYLE.get(inst.opcode, HERO_STYLE if inst.opcode in HEROES else "shape=ellipse")
+            style = node_style(inst)
             extra = ", peripheries=2" if inst is comp.root else ""
             self.lines.append(f"{indent}{node} [label={quote(instruction_label(inst))}, {style}{extra}];")
             value_node[id(inst)] = node

@@ -37,6 +37,7 @@ from lark import Token
 from lark.lexer import Lexer
 
 from ..diagnostics import HloError, SourceFile, error
+from ..opcodes import Op
 from ..shapes import PRIMITIVE_TYPES
 from ..textutil import matching_brace_end
 from ..values import NEG_ZERO
@@ -109,7 +110,7 @@ class HloLexer(Lexer):
     """Lark lexer producing the grammar's terminals; Lark hands it a LexInput."""
 
     __future_interface__ = 2
-    token_regex: re.Pattern = None       # set by the parser from the grammar's terminals
+    token_regex: re.Pattern = None       # set by hlo.text.grammar from the grammar's terminals
     context_regexes: dict = None
 
     def __init__(self, lexer_conf):
@@ -157,8 +158,8 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
                     fast = operand_names(text, start)
                     if fast:
                         kind, value, tok_end = "OPERAND_NAMES", fast.group(), fast.end()
-                        pos = _skip(text, tok_end)
-                    elif prev_value == "constant":
+                        pos = skip_space(text, tok_end)
+                    elif prev_value == Op.CONSTANT:
                         fast = literal_text(text, start)
                         structure = literal_structure(fast.group()) if fast else None
                         if structure is not None:
@@ -166,7 +167,7 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
                             prev_type, prev_end, prev_value = "LITERAL_TEXT", tok_end, ""
                             tok = new("LITERAL_TEXT", fast.group(), start)
                             tok.value = structure
-                            pos = _skip(text, tok_end)
+                            pos = skip_space(text, tok_end)
                             yield tok
                             continue
             elif kind == "LBRACE":
@@ -177,12 +178,12 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
                         flat = flat_braces(text, start)  # the usual metadata={...}: no nested braces
                         close = flat.end() if flat else _matching_brace(text, start, source)
                         kind, value, tok_end = "BRACED", text[start:close], close
-                        pos = _skip(text, close)
+                        pos = skip_space(text, close)
                     else:
                         fast = int_list(text, start)
                         if fast:
                             kind, value, tok_end = "INT_LIST", fast.group(), fast.end()
-                            pos = _skip(text, tok_end)
+                            pos = skip_space(text, tok_end)
         elif kind == "SHAPE_TEXT":
             word = value[:value.index("[")]
             if word not in prims or ("{" not in value and _layout_follows(text, start + len(value))):
@@ -246,20 +247,21 @@ def literal_structure(text: str):
     return stack[0][0]
 
 
-def _skip(text: str, pos: int) -> int:
+def skip_space(text: str, pos: int) -> int:
+    """The offset after the spaces and comments at pos."""
     m = _SKIP.match(text, pos)
     return m.end() if m else pos
 
 
 def _layout_follows(text: str, pos: int) -> bool:
     """True if a layout `{` (see _opens_layout) follows the shape that ends at pos."""
-    pos = _skip(text, pos)
+    pos = skip_space(text, pos)
     return text.startswith("{", pos) and _opens_layout(text, pos + 1)
 
 
 def _opens_layout(text: str, pos: int) -> bool:
     """True if the `{` before pos is followed by an integer or ':' (so it starts a layout)."""
-    pos = _skip(text, pos)
+    pos = skip_space(text, pos)
     return pos < len(text) and (text[pos].isdigit() or text[pos] == ":")
 
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from ..attributes import format_attribute, format_generic_attribute, is_default
 from ..ir import Computation, Instruction, Module
 from ..literal import format_literal
-from ..opcodes import OPCODES, Op
+from ..opcodes import OPCODES, Op, Trait, ops_with
 from ..shapes import format_shape
 from ..textutil import escape_string, matching_brace_end
 from .. import values as V
 
 
-# --------------------------------------------------------------------------- strings and shapes
-
 # --------------------------------------------------------------------------- instructions
+
+_ASYNC_WRAPPERS = ops_with(Trait.ASYNC_WRAPPER)  # printed as `X-start` etc. when they wrap one X
 
 def format_instruction(inst: Instruction, is_root: bool = False) -> str:
     opcode, attrs_source = _printed_opcode(inst)
@@ -46,7 +46,7 @@ def _format_operands(operands) -> str:
 
 def _printed_opcode(inst: Instruction):
     """Opcode text and the instruction whose opcode attributes are printed (async sugar)."""
-    if inst.opcode in ("async-start", "async-update", "async-done"):
+    if inst.opcode in _ASYNC_WRAPPERS:
         comp = inst.attrs.get("calls")
         if comp is not None and comp.async_wrapped and comp.root is not None:
             suffix = inst.opcode[len("async"):]
