@@ -148,13 +148,6 @@ class HloSharding:
             return HloSharding(TUPLE, elements=tuple(_single_from_items(leaf.items) for leaf in v.items))
         return _single_from_items(v.items)
 
-    @staticmethod
-    def parse(text: str) -> "HloSharding":
-        """From the text of a sharding attribute value, e.g. '{devices=[2,2]<=[4]}'."""
-        from .text.parser import parse_module
-        module = parse_module(f"HloModule m\nENTRY e {{\n  ROOT p = f32[] parameter(0), sharding={text}\n}}\n")
-        return HloSharding.from_value(module.entry.root.sharding)
-
     def to_value(self) -> V.Braced:
         if self.is_tuple:
             return V.Braced(tuple(e.to_value() for e in self.elements))
