@@ -1,0 +1,204 @@
+"""spmd-partitioner: one program for every device, from a global program with shardings.
+
+`partition(module, num_devices)` runs sharding-propagation (unless told not to), then walks
+the entry computation in post order and, for each instruction, emits its per-device
+version (local shapes, `partition-id`-dependent offsets, collectives where data must
+move) through the per-opcode rules of RULES (the rules live in spmd_rules.py). An opcode
+without a rule, or a case a rule does not cover, takes the fallback: its operands are
+gathered whole, it is computed whole on every device, and its users take their blocks
+(docs/SPMD.md lists when this happens). The result is parsed and checked like any module;
+its entry parameters and root carry the shardings the runner (hlo.spmd_run) splits the
+global inputs by and assembles the global outputs from.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..analysis.checker import check_module
+from ..ir import Instruction, Module, NameUniquer
+from ..opcodes import Op
+from ..registry import OpRegistry
+from ..sharding import HloSharding, module_meshes, sharding_of
+from ..shapes import Shape, format_shape
+from ..text.parser import parse_module
+from ..text.printer import format_computation, format_instruction
+from . import spmd_shardings as SS
+from .pass_manager import Pass, register
+from .sharding_propagation import propagate
+from .spmd_reshard import L, P, Emitter, ModuleText, block_sizes, replicate, reshard
+
+RULES = OpRegistry("spmd partitioning rule")
+
+
+class TP:
+    """A partitioned tuple: one P (or TP) per element."""
+
+    def __init__(self, elements):
+        self.elements = list(elements)
+
+
+class Context:
+    def __init__(self, module: Module, n: int):
+        self.module = module
+        self.n = n
+        self.names = NameUniquer.for_module(module)
+        self.text = ModuleText(self.names)
+        self.e = Emitter(self.names, n, self.text)
+        self.env: dict[int, object] = {}
+        self.fallbacks: list[str] = []
+
+    # values
+    def value(self, inst: Instruction):
+        return self.env[id(inst)]
+
+    def operand(self, inst: Instruction, i: int, sharding: Optional[HloSharding] = None) -> P:
+        v = self.env[id(inst.operands[i])]
+        if sharding is None:
+            return v
+        return reshard(self.e, v, sharding)
+
+    def target(self, inst: Instruction) -> Optional[HloSharding]:
+        return SS.read(inst)
+
+    def local_shape(self, gshape: Shape, s: Optional[HloSharding]) -> Shape:
+        return Shape.array(gshape.element_type, block_sizes(gshape.dims, SS.tiles(s, gshape.rank)))
+
+    def clone(self, inst: Instruction, operands, shape: Shape, **attrs) -> L:
+        """Emit `inst` over other operands (L values) with another result shape."""
+        placeholders = [Instruction(o.name, Op.PARAMETER, o.shape) for o in operands]
+        copy = inst.clone(placeholders, name="x")
+        copy.shape = shape
+        copy.sharding = None
+        copy.attrs.update(attrs)
+        text = format_instruction(copy)
+        head = f"%x = {format_shape(shape)} "
+        assert text.startswith(head), text
+        return self.e.emit(inst.name, shape, text[len(head):])
+
+    def fallback(self, inst: Instruction, why: str = "") -> object:
+        """Gather every operand whole, compute `inst` whole, leave the result replicated."""
+        self.fallbacks.append(f"{inst.name} ({inst.opcode}){': ' + why if why else ''}")
+        ops = []
+        for i, op in enumerate(inst.operands):
+            v = self.env[id(op)]
+            ops.append(self.whole(v, op.shape))
+        out = self.clone(inst, ops, inst.shape)
+        return self.wrap_whole(out, inst.shape)
+
+    def whole(self, v, shape: Shape) -> L:
+        if isinstance(v, TP):
+            parts = [self.whole(x, s) for x, s in zip(v.elements, shape.tuple_shapes)]
+            return self.e.emit("tuple", shape, f"tuple({', '.join(map(str, parts))})")
+        if v.sharding is not None and v.sharding.is_manual:
+            raise ValueError("a manual (shard_map) value used outside its region")
+        return replicate(self.e, v)
+
+    def wrap_whole(self, out: L, shape: Shape):
+        if not shape.is_tuple:
+            return P(out, HloSharding.replicated(), shape)
+        parts = []
+        for i, s in enumerate(shape.tuple_shapes):
+            g = self.e.emit("get-tuple-element", s, f"get-tuple-element({out}), index={i}")
+            parts.append(self.wrap_whole(g, s))
+        return TP(parts)
+
+    def to_local(self, v, s: Optional[HloSharding], shape: Shape):
+        """Reshard a value (or tuple) to `s` and give its local value."""
+        if shape.is_tuple:
+            parts = [self.to_local(x, SS.element(s, shape, i), sub)
+                     for i, (x, sub) in enumerate(zip(v.elements, shape.tuple_shapes))]
+            return self.e.emit("tuple", Shape.tuple_of([p.shape for p in parts]),
+                               f"tuple({', '.join(map(str, parts))})")
+        if v.sharding is not None and v.sharding.is_manual:
+            return v.local
+        return reshard(self.e, v, s if s is not None else HloSharding.replicated()).local
+
+
+def device_count(module: Module) -> int:
+    """From num_partitions, the Shardy mesh, or the largest device id in a sharding."""
+    if module.config.num_partitions > 1:
+        return module.config.num_partitions
+    meshes = module_meshes(module)
+    if meshes:
+        return max(m.size for m in meshes.values())
+    best = 1
+    for inst in module.instructions():
+        s = sharding_of(inst)
+        for leaf in (s.leaves() if s is not None else []):
+            if leaf.devices:
+                best = max(best, max(leaf.devices) + 1)
+            if leaf.kind == "maximal":
+                best = max(best, leaf.device + 1)
+    return best
+
+
+def partition(module: Module, num_devices: Optional[int] = None, propagated: bool = False) -> tuple[Module, Context]:
+    """The per-device module (a new Module) and the partitioning context (fallbacks taken)."""
+    from . import spmd_rules  # noqa: F401  # lazy: the rules module imports this one to register its rules
+    if not propagated:
+        propagate(module)
+    n = num_devices or device_count(module)
+    ctx = Context(module, n)
+    entry = module.entry
+    for inst in entry.post_order():
+        rule = RULES.get(inst.opcode)
+        result = None
+        if rule is not None:
+            result = rule(ctx, inst)
+        if result is None:
+            result = ctx.fallback(inst)
+        ctx.env[id(inst)] = result
+    root = entry.root
+    target = SS.read(root)
+    out = ctx.to_local(ctx.env[id(root)], target, root.shape)
+    # the root must be an instruction of its own when it is a parameter
+    ctx.e.root(out)
+    text = _module_text(module, ctx, target)
+    new = parse_module(text, f"{module.name}.spmd")
+    check_module(new)
+    return new, ctx
+
+
+def _module_text(module: Module, ctx: Context, root_sharding) -> str:
+    out = [f"HloModule {module.name}_spmd, num_partitions={ctx.n}", ""]
+    for comp in module.computations:
+        if comp is module.entry:
+            continue
+        out.append(format_computation(comp))
+        out.append("")
+    out.extend(ctx.text.extra)
+    lines = list(ctx.e.lines)
+    root_name = ctx.e.root_name
+    flat = SS.flat(root_sharding, module.entry.root.shape) if root_sharding is not None else None
+    for i, line in enumerate(lines):
+        if line.startswith(f"%{root_name} = "):
+            lines[i] = "ROOT " + line + (f", sharding={flat}" if flat is not None else "")
+            break
+    else:
+        raise AssertionError("root not emitted")
+    out.append(f"ENTRY %{module.entry.name}.spmd {{")
+    out.extend("  " + line for line in lines)
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+@register
+class SpmdPartitioner(Pass):
+    name = "spmd-partitioner"
+    description = ("Turn a global program with shardings into the program every device runs "
+                   "(local shapes, collectives; docs/SPMD.md)")
+
+    def run(self, module: Module) -> bool:
+        new, _ = partition(module)
+        module.name = new.name
+        module.computations = []
+        for comp in new.computations:
+            module.add_computation(comp)
+        module.entry = new.entry
+        module.config = new.config
+        return True
+
+
+def bytes_of(shape: Shape) -> int:
+    return math.prod(shape.dims) * max(1, shape.element_type.bits // 8)
