@@ -20,22 +20,12 @@ from .analysis.checker import check_module
 from .interpreter.evaluator import run_devices
 from .ir import Module
 from .passes import spmd_shardings as SS
+from .passes.sharding_propagation import is_sharded
 from .passes.spmd_partitioner import device_count, partition
 from .passes.spmd_reshard import block_sizes, positions
 from .passes.spmd_stats import collective_stats
 from .sharding import HloSharding, sharding_of
 from .text.parser import parse_module
-
-
-def is_sharded(module: Module) -> bool:
-    """Whether the module carries shardings or shard_map regions (and is not yet partitioned)."""
-    if module.config.num_partitions > 1:
-        return False
-    from .passes.sharding_propagation import target  # noqa: F401  # lazy: keeps this helper import-light
-    for inst in module.instructions():
-        if inst.sharding is not None or (target(inst) or "").startswith("xla.sdy."):
-            return True
-    return False
 
 
 def shard_array(x: np.ndarray, s: Optional[HloSharding], n: int) -> list[np.ndarray]:

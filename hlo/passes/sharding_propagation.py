@@ -62,6 +62,18 @@ def is_manual_body_call(inst) -> bool:
 
 # --------------------------------------------------------------------------- preparation
 
+def is_sharded(module: Module) -> bool:
+    """A global program to partition: not yet partitioned (num_partitions <= 1) and carrying a
+    Shardy mesh, a `sharding=` attribute or a shard_map boundary."""
+    if module.config.num_partitions > 1 or module.entry is None:
+        return False
+    if module_meshes(module):
+        return True
+    return any(inst.sharding is not None or target(inst) in (SDY_GLOBAL_TO_LOCAL, SDY_LOCAL_TO_GLOBAL,
+                                                              SPMD_FULL_TO_SHARD, SHARDING_TARGET)
+               for inst in module.instructions())
+
+
 def prepare(module: Module) -> None:
     """Inline ordinary calls and turn Shardy attributes into `sharding=` values."""
     names = NameUniquer.for_module(module)
@@ -421,6 +433,8 @@ class ShardingPropagation(Pass):
                    "from the annotated ones (docs/SPMD.md)")
 
     def run(self, module: Module) -> bool:
+        if not is_sharded(module):
+            return False
         before = [inst.sharding for inst in module.entry.instructions]
         propagate(module)
         return before != [inst.sharding for inst in module.entry.instructions]

@@ -25,7 +25,7 @@ from ..text.parser import parse_module
 from ..text.printer import format_computation, format_instruction
 from . import spmd_shardings as SS
 from .pass_manager import Pass, register
-from .sharding_propagation import propagate
+from .sharding_propagation import is_sharded, propagate
 from .spmd_reshard import L, P, Emitter, ModuleText, block_sizes, replicate, reshard
 
 RULES = OpRegistry("spmd partitioning rule")
@@ -190,6 +190,8 @@ class SpmdPartitioner(Pass):
                    "(local shapes, collectives; docs/SPMD.md)")
 
     def run(self, module: Module) -> bool:
+        if not is_sharded(module):
+            return False
         new, _ = partition(module)
         module.name = new.name
         module.computations = []
