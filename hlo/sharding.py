@@ -45,6 +45,7 @@ class HloSharding:
     device: int = -1                          # maximal device=N
     elements: tuple["HloSharding", ...] = ()  # tuple shardings
     extra: tuple = field(default=(), compare=False)   # metadata, shard_as/shard_like items, kept verbatim
+    explicit: bool = field(default=False, compare=False)  # written as a device list: printed as one
 
     # ------------------------------------------------------------------ constructors
     @staticmethod
@@ -159,7 +160,7 @@ class HloSharding:
         else:
             if self.iota is not None:
                 items.append(V.Keyed("devices", V.Iota(self.tile_shape, self.iota[0], self.iota[1])))
-            elif tuple(self.devices) == tuple(range(len(self.devices))):
+            elif not self.explicit and tuple(self.devices) == tuple(range(len(self.devices))):
                 items.append(V.Keyed("devices", V.Iota(self.tile_shape, (len(self.devices),), ())))
             else:
                 items.append(V.Keyed("devices", V.Bracketed(self.tile_shape)))
@@ -214,7 +215,8 @@ def _single_from_items(items) -> HloSharding:
         else:
             extra.append(item)
         i += 1
-    return HloSharding(kind, tile_shape, devices, iota, replicate_last, subgroups, device, (), tuple(extra))
+    return HloSharding(kind, tile_shape, devices, iota, replicate_last, subgroups, device, (), tuple(extra),
+                       explicit=kind == TILED and iota is None)
 
 
 def iota_devices(reshape: Sequence[int], transpose: Sequence[int] = ()) -> tuple[int, ...]:
