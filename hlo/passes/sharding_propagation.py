@@ -312,12 +312,12 @@ def _fwd_gte(inst, ops):
 @FORWARD.register(Op.GATHER)
 def _fwd_gather(inst, ops):
     """Indices split along batch dimensions: the result's batch dimensions follow them."""
-    g = inst.attrs["gather_dimension_numbers"] if "gather_dimension_numbers" in inst.attrs else None
-    if g is None or ops[1] is None or not S.is_informative(ops[1]):
+    a = inst.attrs
+    if ops[1] is None or not S.is_informative(ops[1]):
         return None
     idx_rank = inst.operands[1].shape.rank
-    batch_in = [d for d in range(idx_rank) if d != g.index_vector_dim]
-    batch_out = [d for d in range(inst.shape.rank) if d not in g.offset_dims]
+    batch_in = [d for d in range(idx_rank) if d != a["index_vector_dim"]]
+    batch_out = [d for d in range(inst.shape.rank) if d not in a["offset_dims"]]
     return S.map_dims(ops[1], idx_rank, inst.shape.rank, dict(zip(batch_out, batch_in)))
 
 
@@ -329,6 +329,25 @@ def _fwd_scatter(inst, ops):
 @BACKWARD.register(Op.SCATTER)
 def _bwd_scatter(inst, s, i):
     return s if i == 0 and not inst.shape.is_tuple else None
+
+
+@FORWARD.register(Op.WHILE)
+def _fwd_while(inst, ops):
+    return ops[0]
+
+
+@BACKWARD.register(Op.WHILE)
+def _bwd_while(inst, s, i):
+    return s
+
+
+@FORWARD.register(Op.CONDITIONAL)
+def _fwd_conditional(inst, ops):
+    """The result follows the branches' roots when every branch agrees (they are propagated first)."""
+    roots = [S.read(c.root) for c in inst.attrs.get("branch_computations", ())]
+    if roots and all(r is not None and r == roots[0] for r in roots):
+        return roots[0]
+    return None
 
 
 @FORWARD.register(Op.CUSTOM_CALL)
@@ -417,12 +436,37 @@ def _try(rule, *args):
         return None
 
 
+def _callee_seeds(inst, result) -> list[tuple[Computation, dict[int, HloSharding]]]:
+    """(computation, parameter shardings) for the computations a while, conditional or call runs."""
+    out = []
+    if inst.opcode == Op.WHILE:
+        s = result.get(id(inst.operands[0]))
+        for comp in (inst.attrs["body"], inst.attrs["condition"]):
+            out.append((comp, {id(comp.parameters[0]): s}))
+    elif inst.opcode == Op.CONDITIONAL:
+        for i, comp in enumerate(inst.attrs.get("branch_computations", ())):
+            out.append((comp, {id(comp.parameters[0]): result.get(id(inst.operands[i + 1]))}))
+    elif inst.opcode == Op.CALL and not is_manual_body_call(inst):
+        comp = inst.attrs["to_apply"]
+        out.append((comp, {id(p): result.get(id(inst.operands[p.parameter_number])) for p in comp.parameters}))
+    return out
+
+
 def propagate(module: Module) -> dict[int, HloSharding]:
-    """Run propagation over the entry computation and the shard_map bodies; write the results."""
+    """Propagate over the entry computation, then into the computations its while, conditional
+    and call instructions run (their parameters seeded with the operands' shardings, annotations
+    only: the partitioner runs such loops whole); write the results as `sharding=`."""
     prepare(module)
     result = propagate_computation(module.entry, {})
     for inst in module.entry.instructions:
         S.write(inst, result[id(inst)])
+    for inst in list(module.entry.instructions):
+        for comp, seeds in _callee_seeds(inst, result):
+            seeds = {k: v for k, v in seeds.items() if v is not None}
+            inner = propagate_computation(comp, seeds)
+            for x in comp.instructions:
+                if x.sharding is None:
+                    S.write(x, inner[id(x)])
     return result
 
 
