@@ -175,12 +175,12 @@ class Emitter:
                          f"all-gather({v}), channel_id={self.channel()}, replica_groups={self._groups(groups)}, "
                          f"dimensions={{{dim}}}, use_global_device_ids=true")
 
-    def all_reduce(self, v: L, groups, reducer: str) -> L:
+    def all_reduce(self, v: L, groups, reducer) -> L:
         return self.emit("all-reduce", v.shape,
                          f"all-reduce({v}), channel_id={self.channel()}, replica_groups={self._groups(groups)}, "
                          f"use_global_device_ids=true, to_apply=%{self.mod.reducer(reducer, v.shape)}")
 
-    def reduce_scatter(self, v: L, dim: int, groups, reducer: str) -> L:
+    def reduce_scatter(self, v: L, dim: int, groups, reducer) -> L:
         k = len(groups[0])
         dims = list(v.shape.dims)
         dims[dim] //= k
@@ -252,13 +252,12 @@ class ModuleText:
         self._channel += 1
         return self._channel
 
-    def reducer(self, kind: str, shape: Shape) -> str:
+    def reducer(self, op, shape: Shape) -> str:
+        """A computation applying the binary opcode `op` to two scalars of `shape`'s type."""
         et = shape.element_type.name
-        key = (kind, et)
+        key = (str(op), et)
         if key not in self._reducers:
-            name = self.names.unique(f"{kind}.{et}.reducer")
-            op = {"add": "add", "max": "maximum", "min": "minimum", "mul": "multiply",
-                  "or": "or", "and": "and"}[kind]
+            name = self.names.unique(f"{op}.{et}.reducer")
             self.extra.append(f"%{name} (a: {et}[], b: {et}[]) -> {et}[] {{\n  %a = {et}[] parameter(0)\n"
                               f"  %b = {et}[] parameter(1)\n  ROOT %r = {et}[] {op}(%a, %b)\n}}\n")
             self._reducers[key] = name

@@ -10,14 +10,14 @@ from typing import Optional
 
 import numpy as np
 
-from ..opcodes import Category, Op, ops_in
+from ..opcodes import Category, Op, Trait, has_trait, ops_in
 from ..sharding import HloSharding
 from ..shapes import Shape
 from . import spmd_shardings as SS
 from .sharding_propagation import (SDY_GLOBAL_TO_LOCAL, SDY_LOCAL_TO_GLOBAL, SPMD_FULL_TO_SHARD,
                                    SPMD_SHARD_TO_FULL, dot_dims, is_annotation, is_manual_body_call, target)
-from .spmd_partitioner import RULES, TP, Context
-from .spmd_reshard import L, P, block_sizes, positions, reshard
+from .spmd_context import RULES, TP, Context
+from .spmd_reshard import L, P, block_sizes, positions, reshard, same_placement
 
 MANUAL = HloSharding.manual()
 
@@ -172,22 +172,19 @@ def _reshape(ctx: Context, inst):
 
 
 def _same(ctx, a, b, rank) -> bool:
-    from .spmd_reshard import same_placement
     return same_placement(a, b, rank, ctx.n)
 
 
 # --------------------------------------------------------------------------- reductions
 
-_REDUCERS = {Op.ADD: "add", Op.MAXIMUM: "max", Op.MINIMUM: "min", Op.MULTIPLY: "mul", Op.OR: "or",
-             Op.AND: "and"}
-
-
-def reducer_kind(comp) -> Optional[str]:
+def reducer_kind(comp) -> Optional[Op]:
+    """The associative binary opcode a reduction computation applies to its two parameters, if any."""
     root = comp.root
     params = comp.parameters
-    if len(params) != 2 or root.opcode not in _REDUCERS or set(map(id, root.operands)) != set(map(id, params)):
+    if len(params) != 2 or not has_trait(root.opcode, Trait.ASSOCIATIVE) or \
+            set(map(id, root.operands)) != set(map(id, params)) or len(root.operands) != 2:
         return None
-    return _REDUCERS[root.opcode]
+    return Op(root.opcode)
 
 
 @RULES.register(Op.REDUCE)
@@ -365,7 +362,7 @@ def _dot(ctx: Context, inst):
             lists = [per[k] for k in sorted(per)]
             for i in range(len(lists[0])):
                 groups.append([lst[i] for lst in lists])
-        out = ctx.e.all_reduce(out, groups, "add")
+        out = ctx.e.all_reduce(out, groups, Op.ADD)
     return reshard(ctx.e, P(out, ores, inst.shape), want)
 
 

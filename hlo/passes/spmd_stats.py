@@ -17,13 +17,13 @@ import math
 import re
 from collections import Counter
 
+from ..opcodes import Op
 from ..shapes import primitive_type
 
 _LINE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?P<shape>\(.*?\)|[a-z0-9]+\[[^\]]*\](?:\{[^}]*\})?)\s+"
                    r"(?P<op>all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
                    r"(?P<start>-start)?\(")
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([\d,]*)\]")
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
 
 def _bytes(shape_text: str) -> int:
@@ -61,7 +61,7 @@ def collective_stats(text: str, num_devices: int = 1) -> dict:
         m = _LINE.match(line)
         if not m:
             continue
-        op = m.group("op")
+        op = Op(m.group("op"))
         shape = m.group("shape")
         if m.group("start") and shape.startswith("("):
             # async start: (operand, result[, ...]) - the result is the second element
@@ -69,17 +69,17 @@ def collective_stats(text: str, num_devices: int = 1) -> dict:
             shape = parts[1] if len(parts) > 1 else shape
         b = _bytes(shape)
         g = group_size(line) or num_devices
-        if op == "all-reduce":
+        if op == Op.ALL_REDUCE:
             moved = 2 * (g - 1) / g * b
-        elif op == "all-gather":
+        elif op == Op.ALL_GATHER:
             moved = (g - 1) / g * b
-        elif op == "reduce-scatter":
+        elif op == Op.REDUCE_SCATTER:
             moved = (g - 1) * b
-        elif op == "all-to-all":
+        elif op == Op.ALL_TO_ALL:
             moved = (g - 1) / g * b
         else:
             pairs = re.findall(r"\{(\d+),(\d+)\}", line.split("source_target_pairs=", 1)[-1])
             moved = b if any(a != c for a, c in pairs) else 0
-        counts[op] += 1
-        by_kind[op] += moved
+        counts[str(op)] += 1
+        by_kind[str(op)] += moved
     return {"counts": dict(counts), "bytes_per_device": float(sum(by_kind.values())), "by_kind": dict(by_kind)}
