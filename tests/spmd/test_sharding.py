@@ -107,3 +107,36 @@ def test_shardy_manual_axes_and_frontend_attributes():
     # an axis left out of a manual region's sharding is a manual subgroup
     s = sdy_sharding('#sdy.sharding<@mesh, [{"x"}, {}]>', module_meshes(module), manual_axes=["x", "y"])
     assert str(s) == "{devices=[2,1,2]<=[4] last_tile_dims={manual}}"
+
+
+@pytest.mark.parametrize("text,groups", [
+    ("mesh['axis_0'=2,'axis_1'=2] {'axis_0'}", [[0, 2], [1, 3]]),
+    ("mesh['axis_0'=2,'axis_1'=2] {'axis_1'}", [[0, 1], [2, 3]]),
+    ("mesh['axis_0'=2,'axis_1'=2], device_ids=([2,2]T(1,0)) {'axis_0'}", [[0, 1], [2, 3]]),
+    ("mesh['a'=2,'b'=2,'c'=2] {'a','c'}", [[0, 1, 4, 5], [2, 3, 6, 7]]),
+    ("mesh['axis_0'=1,'axis_1'=4] {'axis_1'}", [[0, 1, 2, 3]]),
+])
+def test_mesh_form_collective_groups(text, groups):
+    n = len(groups) * len(groups[0])
+    module = parse_module(f"HloModule m, num_partitions={n}\n\n%add (a: f32[], b: f32[]) -> f32[] {{\n"
+                          "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %r = f32[] add(%a, %b)\n}\n\n"
+                          f"ENTRY %e (p: f32[4]) -> f32[4] {{\n  %p = f32[4] parameter(0)\n"
+                          f"  ROOT %s = f32[4] all-reduce(%p), channel_id=1, replica_groups={text}, "
+                          "use_global_device_ids=true, to_apply=%add\n}\n")
+    root = module.entry.root
+    assert [list(g) for g in root.attrs["replica_groups"].groups] == groups
+    assert f"replica_groups={text}," in format_module(module)
+
+
+@pytest.mark.parametrize("name", ["tp_mlp", "tp_attention"])
+def test_xla_partitioned_dumps_run_on_their_devices(name):
+    from pathlib import Path
+    from hlo import check_module
+    from hlo.spmd_run import run_spmd
+    data = Path(__file__).resolve().parents[1] / "data" / "spmd"
+    module = parse_module((data / f"{name}.opt.hlo").read_text())
+    check_module(module)
+    inputs = np.load(data / f"{name}.inputs.npz")
+    want = np.load(data / f"{name}.expected.npz")["out0"]
+    got = run_spmd(module, [inputs[f"arg{i}"] for i in range(len(inputs.files))], 4)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
