@@ -27,7 +27,10 @@ class Context:
     def __init__(self, module: Module, n: int):
         self.module = module
         self.n = n
-        self.names = NameUniquer.for_module(module)
+        # the per-device entry is new: its instructions keep their names; other computations are copied
+        taken = [c.name for c in module.computations]
+        taken += [i.name for c in module.computations if c is not module.entry for i in c.instructions]
+        self.names = NameUniquer(taken)
         self.text = ModuleText(self.names)
         self.e = Emitter(self.names, n, self.text)
         self.env: dict[int, object] = {}

@@ -342,9 +342,8 @@ def _dot(ctx: Context, inst):
     lloc, rloc = lv.local, rv.local
     partial = math.prod(tc) > 1
     if partial:
-        zero = ctx.e.zero(lshape)
         if any(lshape.dims[d] % SS.tiles(lreq, lshape.rank)[d] for d in lc):
-            lloc = ctx.e.mask(lv, zero, list(lc))
+            lloc = ctx.e.mask(lv, ctx.e.zero(lshape), list(lc))
             rloc = ctx.e.mask(rv, ctx.e.zero(rshape), list(rc))
     out = ctx.clone(inst, [lloc, rloc], ctx.local_shape(inst.shape, ores))
     if partial:

@@ -83,3 +83,11 @@ def collective_stats(text: str, num_devices: int = 1) -> dict:
         counts[str(op)] += 1
         by_kind[str(op)] += moved
     return {"counts": dict(counts), "bytes_per_device": float(sum(by_kind.values())), "by_kind": dict(by_kind)}
+
+
+def format_stats(stats: dict) -> str:
+    """Lines for `hlo-opt --stats`: one per collective kind, then the total bytes per device."""
+    lines = [f"{kind}: {stats['counts'][kind]} ({stats['by_kind'][kind]:.0f} bytes per device)"
+             for kind in sorted(stats["counts"])]
+    lines.append(f"bytes moved per device: {stats['bytes_per_device']:.0f}")
+    return "\n".join(lines)

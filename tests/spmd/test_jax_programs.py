@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hlo import format_module
-from hlo.passes.spmd_stats import collective_stats
+from hlo.passes.spmd_stats import collective_stats, format_stats
 from hlo.spmd_run import partition_module, run_spmd
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "spmd"
@@ -72,3 +72,4 @@ def test_tensor_parallel_moves_no_more_bytes_than_xla(name):
     xla = collective_stats((DATA / f"{name}.opt.hlo").read_text(), n)
     assert xla["bytes_per_device"] > 0
     assert ours["bytes_per_device"] <= xla["bytes_per_device"], (ours, xla)
+    assert format_stats(ours).splitlines()[-1] == f"bytes moved per device: {ours['bytes_per_device']:.0f}"
