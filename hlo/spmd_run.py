@@ -17,7 +17,8 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .analysis.checker import check_module
-from .interpreter.evaluator import run_devices
+from .interpreter import run
+from .interpreter.evaluator import register_custom_call, run_devices
 from .ir import Module
 from .passes import spmd_shardings as SS
 from .passes.sharding_propagation import is_sharded
@@ -26,6 +27,27 @@ from .passes.spmd_reshard import block_sizes, positions
 from .passes.spmd_stats import collective_stats
 from .sharding import HloSharding, sharding_of
 from .text.parser import parse_module
+
+
+def _identity(ev, inst, ops):
+    return ops[0]
+
+
+# Sharding annotations are identities when a module runs unpartitioned (on one device).
+register_custom_call("Sharding", _identity)
+register_custom_call("xla.sdy.FuncResultSharding", _identity)
+
+
+def run_global(module: Union[str, Module], inputs: Sequence[np.ndarray], partitions: Optional[int] = None,
+               seed: int = 0):
+    """What `hlo-run` does with a module: a global sharded program is partitioned and run on its
+    devices (`partitions` sets the count), anything else runs as it is (hlo.run)."""
+    if isinstance(module, str):
+        module = parse_module(module)
+        check_module(module)
+    if is_sharded(module) and (partitions or device_count(module)) > 1:
+        return run_partitioned(module, inputs, partitions, seed=seed)
+    return run(module, *inputs, seed=seed)
 
 
 def shard_array(x: np.ndarray, s: Optional[HloSharding], n: int) -> list[np.ndarray]:
@@ -113,5 +135,5 @@ def _global_dims(local_dims, s) -> list[int]:
     return [d * x for d, x in zip(local_dims, t)]
 
 
-__all__ = ["run_partitioned", "run_spmd", "partition_module", "shard_array", "unshard_array", "is_sharded",
-           "collective_stats"]
+__all__ = ["run_global", "run_partitioned", "run_spmd", "partition_module", "shard_array", "unshard_array",
+           "is_sharded", "collective_stats"]

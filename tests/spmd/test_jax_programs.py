@@ -73,3 +73,17 @@ def test_tensor_parallel_moves_no_more_bytes_than_xla(name):
     assert xla["bytes_per_device"] > 0
     assert ours["bytes_per_device"] <= xla["bytes_per_device"], (ours, xla)
     assert format_stats(ours).splitlines()[-1] == f"bytes moved per device: {ours['bytes_per_device']:.0f}"
+
+
+def test_run_global_partitions_sharded_programs_and_runs_others_as_they_are():
+    from hlo.spmd_run import run_global
+    text, args, want = load("tp_mlp")
+    np.testing.assert_allclose(run_global(text, args), want[0], rtol=2e-4, atol=2e-4)
+    # one device: the annotations are identities
+    got = run_global(text, args, partitions=1)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    np.testing.assert_allclose(got, want[0], rtol=2e-4, atol=2e-4)
+    plain = "HloModule m\n\nENTRY %e {\n  %p = f32[3] parameter(0)\n  ROOT %n = f32[3] negate(%p)\n}\n"
+    got = run_global(plain, [np.ones(3, np.float32)])
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    np.testing.assert_array_equal(got, -np.ones(3))
