@@ -361,8 +361,33 @@ def _dot(ctx: Context, inst):
             lists = [per[k] for k in sorted(per)]
             for i in range(len(lists[0])):
                 groups.append([lst[i] for lst in lists])
+        scattered = _reduce_scatter(ctx, out, groups, ores, want, inst.shape)
+        if scattered is not None:
+            return scattered
         out = ctx.e.all_reduce(out, groups, Op.ADD)
     return reshard(ctx.e, P(out, ores, inst.shape), want)
+
+
+def _reduce_scatter(ctx: Context, out: L, groups, ores, want, shape: Shape) -> Optional[P]:
+    """Partial sums whose wanted result splits one dimension further across each summing group
+    (member j takes part j): one reduce-scatter instead of all-reduce and slice."""
+    rank = shape.rank
+    g = len(groups[0])
+    to, tw = SS.tiles(ores, rank), SS.tiles(want, rank)
+    diff = [k for k in range(rank) if to[k] != tw[k]]
+    if len(diff) != 1 or tw[diff[0]] != to[diff[0]] * g:
+        return None
+    k = diff[0]
+    if shape.dims[k] % tw[k]:
+        return None
+    po, pw = positions(ores, rank, ctx.n), positions(want, rank, ctx.n)
+    for group in groups:
+        for j, d in enumerate(group):
+            expect = po[d].copy()
+            expect[k] = po[d][k] * g + j
+            if not (pw[d] == expect).all():
+                return None
+    return P(ctx.e.reduce_scatter(out, k, groups, Op.ADD), want, shape)
 
 
 # --------------------------------------------------------------------------- windows (halo exchange)

@@ -141,3 +141,12 @@ def test_shard_and_unshard_arrays_round_trip():
     blocks = shard_array(x, s, 4)
     assert blocks[3].shape == (3, 7) and blocks[0].shape == (3, 7)
     np.testing.assert_array_equal(unshard_array(blocks, s, (5, 7), 4), x)
+
+
+def test_partial_sums_wanted_split_take_a_reduce_scatter():
+    body = """
+  %x = f32[8,16] parameter(0), sharding={devices=[1,4]<=[4]}
+  %w = f32[16,6] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT %d = f32[8,6] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}"""
+    counts, ctx, _ = check(body, [(8, 16), (16, 6)], 4)
+    assert counts == {"reduce-scatter": 1}
