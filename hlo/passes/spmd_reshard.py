@@ -371,8 +371,9 @@ def _all_to_all(e: Emitter, p: P, t: HloSharding) -> Optional[L]:
     pos_a = order.index(a if a < b else a + 1)
     order.insert(pos_a, b)
     v = e.transpose(v, order)
-    out = list(p.gshape.dims)
+    out = list(p.local.shape.dims)
     out[b] //= k
+    out[a] *= k
     return e.reshape(v, out)
 
 

@@ -150,3 +150,10 @@ def test_partial_sums_wanted_split_take_a_reduce_scatter():
   ROOT %d = f32[8,6] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}"""
     counts, ctx, _ = check(body, [(8, 16), (16, 6)], 4)
     assert counts == {"reduce-scatter": 1}
+
+
+def test_all_to_all_with_other_split_dimensions():
+    # found by the property test: the split moves from dimension 2 to 1 while dimension 0 stays split
+    counts, _, _ = check(reshard_body("{devices=[2,1,2]1,2,0,3}", "{devices=[2,2,1]1,2,0,3}", "f32[2,2,2]"),
+                         [(2, 2, 2)], 4)
+    assert counts == {"all-to-all": 1}
