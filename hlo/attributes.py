@@ -186,9 +186,43 @@ class ScatterDims:
 
 @dataclass(frozen=True)
 class ReplicaGroups:
-    """replica_groups: explicit `{{0,1},{2,3}}` or iota `[2,2]<=[4]` (kept as written)."""
+    """replica_groups: explicit `{{0,1},{2,3}}`, iota `[2,2]<=[4]` or mesh `mesh['x'=2,'y'=2] {'y'}`
+    (the last two kept as written)."""
     groups: tuple[tuple[int, ...], ...]
     iota: Optional[V.Iota] = None
+    mesh: Optional[V.MeshGroups] = None
+
+    @staticmethod
+    def from_mesh(v: V.MeshGroups) -> "ReplicaGroups":
+        """Groups of the devices along the named axes of a mesh (device ids iota, or reshaped and
+        transposed by device_ids=([dims]T(perm)))."""
+        m = re.match(r"mesh\[(.*?)\](?:,\s*device_ids=\((.*?)\))?\s*\{(.*)\}$", v.text, re.S)
+        if not m:
+            raise ValueError("mesh groups look like mesh['x'=2,'y'=2] {'y'}")
+        axes = [(a, int(n)) for a, n in re.findall(r"'([^']*)'\s*=\s*(\d+)", m.group(1))]
+        names = [a for a, _ in axes]
+        chosen = re.findall(r"'([^']*)'", m.group(3))
+        if any(c not in names for c in chosen):
+            raise ValueError(f"mesh groups name axes {chosen} of a mesh with axes {names}")
+        sizes = [n for _, n in axes]
+        total = int(np.prod(sizes)) if sizes else 1
+        ids = np.arange(total)
+        if m.group(2):
+            d = re.match(r"\s*\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?\s*$", m.group(2))
+            if not d:
+                raise ValueError("device_ids are written ([dims]T(perm))")
+            dims = [int(x) for x in d.group(1).split(",") if x.strip()]
+            if int(np.prod(dims)) != total:
+                raise ValueError("device_ids and the mesh have different device counts")
+            ids = ids.reshape(dims)
+            if d.group(2):
+                ids = ids.transpose([int(x) for x in d.group(2).split(",") if x.strip()])
+        ids = ids.reshape(sizes)
+        rest = [i for i, a in enumerate(names) if a not in chosen]
+        order = rest + [names.index(c) for c in chosen]
+        size = int(np.prod([sizes[names.index(c)] for c in chosen])) if chosen else 1
+        groups = ids.transpose(order).reshape(-1, size)
+        return ReplicaGroups(tuple(tuple(int(x) for x in g) for g in groups), None, v)
 
     @staticmethod
     def from_iota(iota: V.Iota) -> "ReplicaGroups":
@@ -517,6 +551,8 @@ def _to_aliasing(v):
 def _to_replica_groups(v) -> ReplicaGroups:
     if isinstance(v, V.Iota):
         return ReplicaGroups.from_iota(v)
+    if isinstance(v, V.MeshGroups):
+        return ReplicaGroups.from_mesh(v)
     return ReplicaGroups(_to_int_list_list(v))
 
 
@@ -617,6 +653,8 @@ def format_attribute_value(kind: AttrKind, value) -> str:
     if kind is AttrKind.REPLICA_GROUPS:
         if value.iota is not None:
             return V.format_value(value.iota)
+        if value.mesh is not None:
+            return value.mesh.text
         return "{" + ",".join(format_int_list(g) for g in value.groups) + "}"
     if kind is AttrKind.ENUM:
         return value

@@ -94,6 +94,11 @@ class Iota:           # [2,4]<=[8] or [2,4]<=[2,4]T(1,0)
 
 
 @dataclass(frozen=True)
+class MeshGroups:     # mesh['x'=2,'y'=4] {'y'} (XLA's mesh-form collective groups), as written
+    text: str
+
+
+@dataclass(frozen=True)
 class ShapedLiteral:  # shape literal (custom-call literal=)
     shape: Shape
     value: Any
@@ -182,6 +187,8 @@ def format_value(v) -> str:
         if v.transpose:
             text += "T(" + ",".join(map(str, v.transpose)) + ")"
         return text
+    if isinstance(v, MeshGroups):
+        return v.text
     if isinstance(v, Shape):
         return format_shape(v)
     if isinstance(v, ProgramShapeValue):

@@ -43,7 +43,7 @@ from ..textutil import matching_brace_end
 from ..values import NEG_ZERO
 
 # Terminals in the order they are tried at each position.
-TERMINAL_ORDER = ("NAME", "ATTR_NAME", "COLON_NAME", "SHAPE_TEXT", "STRING", "DIM_LABELS", "DECIMAL", "NAN",
+TERMINAL_ORDER = ("NAME", "ATTR_NAME", "COLON_NAME", "SHAPE_TEXT", "MESH_GROUPS", "STRING", "DIM_LABELS", "DECIMAL", "NAN",
                   "NEG_INF", "DXD", "PAD", "INT", "IDENT", "ARROW", "LE", "ELLIPSIS")
 # Terminals recognised only in a context (see tokenize).
 CONTEXT_TERMINALS = ("OPERAND_NAMES", "INT_LIST", "LITERAL_TEXT")

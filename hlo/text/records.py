@@ -420,6 +420,9 @@ class Records(Transformer):
     def range3(self, a, c1, b, c2, s):
         return V.Range(int(a), int(b), int(s), True)
 
+    def mesh_groups(self, tok):
+        return V.MeshGroups(re.sub(r"\s+", " ", str(tok).strip()))
+
     def iota_list(self, dims, le, reshape, *transpose):
         perm = tuple(transpose[1].items) if transpose else ()
         if not all(type(x) is int for x in dims.items + reshape.items + perm):
