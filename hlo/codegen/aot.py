@@ -28,8 +28,10 @@ import numpy as np
 
 from ..ir import Module
 from ..shapes import Shape, TypeKind
-from . import CodegenOptions, LoweredModule, compile_object, lower_module
 from .gemm import MAX_THREADS
+from .lowering import lower_module
+from .options import CodegenOptions, LoweredModule
+from .target import compile_object
 
 __all__ = ["AotArtifacts", "compile_aot", "generate_header", "is_c_identifier", "c_element_type",
            "to_physical_bytes", "from_physical_bytes", "physical_dims"]

@@ -15,18 +15,34 @@ parameter's memory: it is written directly only when the parameter is no longer 
 once the result's writer starts (or is read by that writer only at the index written);
 otherwise it goes through temp memory and is copied at the end, after every copy that
 reads a parameter.
+
+BUFFER_RULES maps the opcodes whose value is not simply a new buffer (aliases, control
+flow, in-place updates) to `rule(assigner, inst, param_values) -> value`, registered
+beside each rule below; the working memory an emitter needs comes from its registration
+in EMITTERS (`scratch_bytes`).
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module
-from ..shapes import Shape
 from ..opcodes import Op
+from ..registry import OpRegistry
+from ..shapes import Shape
+from .emitters import EMITTERS
 
 ALIGN = 64
-ALIASING_OPS = ("parameter", "tuple", "get-tuple-element", "call", "constant")
+BUFFER_RULES = OpRegistry("buffer rule")
+
+
+class BufferKind(enum.Enum):
+    ARENA = "arena"          # temp memory, packed with others whose live ranges do not overlap
+    PARAM = "param"          # an entry parameter leaf
+    RESULT = "result"        # an entry result leaf
+    CONSTANT = "constant"    # a read-only global
+    ALIAS = "alias"          # another buffer seen with another shape (bitcast)
 
 
 @dataclass(eq=False)
@@ -34,7 +50,7 @@ class Buffer:
     """Memory for one array leaf: in the arena, a parameter, a result or a constant."""
 
     shape: Shape
-    kind: str = "arena"           # arena | param | result | constant
+    kind: BufferKind = BufferKind.ARENA
     number: int = 0               # parameter leaf / result leaf number
     offset: int = 0               # arena offset
     start: int = 0
@@ -51,8 +67,8 @@ class Assignment:
     values: dict = field(default_factory=dict)        # id(inst) -> Buffer or tuple of values
     while_swaps: dict = field(default_factory=dict)   # id(while) -> {leaf k: temp Buffer}
     scratch: dict = field(default_factory=dict)       # id(inst) -> Buffer of working memory
-    in_place: set = field(default_factory=set)
-    reused: dict = field(default_factory=dict)        # id(inst) -> operand whose buffer it overwrites        # id(inst) updated in its operand's buffer
+    in_place: set = field(default_factory=set)        # id(inst) updated in its operand's buffer
+    reused: dict = field(default_factory=dict)        # id(inst) -> operand whose buffer it overwrites
     result_copies: list = field(default_factory=list)  # (result j, source Buffer)
     result_stages: list = field(default_factory=list)  # (temp Buffer, aliased param Buffer) copied before result copies
     aliases: dict = field(default_factory=dict)        # result leaf j -> parameter leaf i (input_output_alias)
@@ -115,7 +131,7 @@ class _Assigner:
                 v, number = self._param_value(s, number)
                 out.append(v)
             return tuple(out), number
-        return Buffer(shape, kind="param", number=number), number + 1
+        return Buffer(shape, kind=BufferKind.PARAM, number=number), number + 1
 
     def use(self, value) -> None:
         for buf in map(resolve, leaves_of(value)):
@@ -130,152 +146,77 @@ class _Assigner:
             for op in inst.operands:
                 self.use(values[id(op)])
             self._add_scratch(inst)
-            handler = getattr(self, "_" + inst.opcode.replace("-", "_"), None)
-            if handler is not None:
-                values[id(inst)] = handler(inst, param_values)
+            rule = BUFFER_RULES.get(inst.opcode)
+            if rule is not None:
+                values[id(inst)] = rule(self, inst, param_values)
             else:
-                values[id(inst)] = self._elementwise_reuse(inst) or _new_value(inst.shape, self.pos, self.buffers)
+                values[id(inst)] = self._elementwise_reuse(inst) or self.new_value(inst.shape)
             for leaf in map(resolve, leaves_of(values[id(inst)])):
-                if leaf.kind == "arena":
+                if leaf.kind is BufferKind.ARENA:
                     self.definer.setdefault(id(leaf), inst)
 
+    def new_value(self, shape: Shape):
+        """Fresh buffers for every leaf of shape, defined at the current position."""
+        return _new_value(shape, self.pos, self.buffers)
+
     def _add_scratch(self, inst: Instruction) -> None:
-        from .special_kernels import scratch_bytes
-        size = scratch_bytes(inst)
+        scratch_bytes = EMITTERS.details(inst.opcode).get("scratch_bytes")
+        size = scratch_bytes(inst) if scratch_bytes is not None else 0
         if size:
             buf = Buffer(Shape.array("u8", (size,)), start=self.pos, end=self.pos)
             self.buffers.append(buf)
             self.a.scratch[id(inst)] = buf
 
-    # -- aliasing and control flow
-    def _parameter(self, inst, param_values):
-        return param_values[inst.attrs["parameter_number"]]
-
-    def _constant(self, inst, _):
-        return Buffer(inst.shape, kind="constant", constant=inst, start=self.pos, end=self.pos)
-
-    def _tuple(self, inst, _):
-        return tuple(self.a.values[id(op)] for op in inst.operands)
-
-    def _get_tuple_element(self, inst, _):
-        return self.a.values[id(inst.operands[0])][inst.attrs["index"]]
-
-    def _bitcast(self, inst, _):
-        source = self.a.values[id(inst.operands[0])]
-        if inst.operands[0].shape.element_type is inst.shape.element_type and isinstance(source, Buffer) \
-                and resolve(source).kind != "constant":
-            return _Alias(inst.shape, source)
-        return _new_value(inst.shape, self.pos, self.buffers)
-
-    def _call(self, inst, _):
-        callee = inst.attrs["to_apply"]
-        self.visit(callee, [self.a.values[id(op)] for op in inst.operands])
-        return self.a.values[id(callee.root)]
-
-    def _while(self, inst, _):
-        state = _new_value(inst.shape, self.pos, self.buffers)
-        start = self.pos
-        used: set = set()
-        self.loops.append(used)
-        outer_start, self.loop_start = self.loop_start, start
-        self.visit(inst.attrs["condition"], [state])
-        self.use(self.a.values[id(inst.attrs["condition"].root)])
-        body = inst.attrs["body"]
-        self.visit(body, [state])
-        self.pos += 1
-        root_value = self.a.values[id(body.root)]
-        self.use(root_value)
-        state_leaves = leaves_of(state)
-        swaps = {}
-        for k, leaf in enumerate(leaves_of(root_value)):
-            if leaf in state_leaves and state_leaves.index(leaf) != k:
-                swaps[k] = _new_value(leaf.shape, self.pos, self.buffers)
-        self.a.while_swaps[id(inst)] = swaps
-        self.pos += 1
-        self.loops.pop()
-        self.loop_start = outer_start
-        for buf in used | set(state_leaves) | set(swaps.values()):
-            if buf.start <= start:
-                buf.end = max(buf.end, self.pos)
-            for outer in self.loops:
-                outer.add(buf)
-        return state
-
-    def _conditional(self, inst, _):
-        out = _new_value(inst.shape, self.pos, self.buffers)
-        for k, branch in enumerate(branch_computations(inst)):
-            self.visit(branch, [self.a.values[id(inst.operands[k + 1])]])
-            self.pos += 1
-            self.use(self.a.values[id(branch.root)])
-        self.use(out)
-        return out
-
-    def _dynamic_update_slice(self, inst, _):
-        return self._maybe_in_place(inst, inst.operands[0])
-
+    # -- reusing an operand's buffer
     def _elementwise_reuse(self, inst: Instruction):
         """The buffer of an operand that dies here and that inst reads only at the index it
         writes (elementwise chains): inst then computes in place. None when there is none."""
         if inst.shape.is_tuple or not inst.info.is_elementwise:
             return None
-        return self._reusable_operand(inst, range(len(inst.operands)))
+        return self.reusable_operand(inst, range(len(inst.operands)))
 
-    def _reusable_operand(self, inst: Instruction, positions):
+    def reusable_operand(self, inst: Instruction, positions):
         if id(inst) in self.aliased_producers:
             return None   # a fresh buffer written only by inst: it can then be the aliased parameter's
         for k in positions:
             operand = inst.operands[k]
             source = self.a.values[id(operand)]
-            if (isinstance(source, Buffer) and source.kind == "arena" and operand.shape.dims == inst.shape.dims
+            if (isinstance(source, Buffer) and source.kind is BufferKind.ARENA
+                    and operand.shape.dims == inst.shape.dims
                     and operand.shape.element_type.byte_size == inst.shape.element_type.byte_size
                     and operand.shape.minor_to_major() == inst.shape.minor_to_major()
-                    and all(u is inst for u in operand.users) and operand.opcode not in ALIASING_OPS
+                    and all(u is inst for u in operand.users) and not _names_other_buffers(operand)
                     and sum(op is operand for op in inst.operands) == 1 and source.start > self.loop_start
                     and id(operand) not in self.a.in_place):
                 self.a.reused[id(inst)] = k
                 return source
         return None
 
-    def _fusion(self, inst, _):
-        root = inst.attrs["calls"].root
-        target = root.operands[0] if root.opcode == Op.DYNAMIC_UPDATE_SLICE else None
-        if target is not None and target.opcode == Op.PARAMETER and len(target.users) == 1:
-            operand = inst.operands[target.attrs["parameter_number"]]
-            if sum(op is operand for op in inst.operands) == 1:
-                return self._maybe_in_place(inst, operand)
-        if root.opcode != Op.TUPLE:
-            body = inst.attrs["calls"]
-            positions = [p.attrs["parameter_number"] for p in body.parameters
-                         if _read_only_elementwise(p, root)]
-            reused = self._reusable_operand(inst, positions)
-            if reused is not None:
-                return reused
-        return _new_value(inst.shape, self.pos, self.buffers)
-
-    def _maybe_in_place(self, inst, operand):
+    def maybe_in_place(self, inst, operand):
+        """operand's buffer when inst may update it in place (operand dies here), else a new one."""
         source = self.a.values[id(operand)]
-        if (isinstance(source, Buffer) and source.kind == "arena" and len(operand.users) == 1
-                and operand.opcode not in ALIASING_OPS and source.start > self.loop_start):
+        if (isinstance(source, Buffer) and source.kind is BufferKind.ARENA and len(operand.users) == 1
+                and not _names_other_buffers(operand) and source.start > self.loop_start):
             self.a.in_place.add(id(inst))
             return source
-        return _new_value(inst.shape, self.pos, self.buffers)
+        return self.new_value(inst.shape)
 
     # -- results and packing
     def _bind_results(self, entry: Computation) -> None:
         root_value = self.a.values[id(entry.root)]
         claimed = set()
         leaves = leaves_of(root_value)
-        copy_sources = {id(resolve(leaf)) for leaf in leaves if resolve(leaf).kind == "param"}
+        copy_sources = {id(resolve(leaf)) for leaf in leaves if resolve(leaf).kind is BufferKind.PARAM}
         for j, leaf in enumerate(leaves):
             self.a.results.append(leaf.shape)
             target = resolve(leaf)
-            if target.kind == "arena" and id(target) not in claimed and target.shape.compatible(leaf.shape) \
+            if target.kind is BufferKind.ARENA and id(target) not in claimed and target.shape.compatible(leaf.shape) \
                     and target.shape.minor_to_major() == leaf.shape.minor_to_major() \
                     and self._safe_in_place(j, target, copy_sources):
-                target.kind, target.number = "result", j
+                target.kind, target.number = BufferKind.RESULT, j
                 claimed.add(id(target))
             else:
-                if target.kind == "arena":
+                if target.kind is BufferKind.ARENA:
                     target.end = self.pos + 1   # read by the final copy
                 self.a.result_copies.append((j, self._staged(j, leaf)))
         # Copies into aliased results overwrite parameters: they go after every copy reading one.
@@ -318,7 +259,7 @@ class _Assigner:
         """A parameter copied into an aliased result is first saved in a temp when that
         parameter is itself aliased to another result (which may overwrite it first)."""
         source = resolve(leaf)
-        if j not in self.a.aliases or source.kind != "param" or self.a.aliases[j] == source.number \
+        if j not in self.a.aliases or source.kind is not BufferKind.PARAM or self.a.aliases[j] == source.number \
                 or source.number not in self.a.aliases.values():
             return leaf
         temp = Buffer(leaf.shape, start=self.pos + 1, end=self.pos + 1)
@@ -329,7 +270,7 @@ class _Assigner:
     def _pack(self) -> None:
         placed: list[Buffer] = []
         top = 0
-        for buf in sorted((b for b in self.buffers if b.kind == "arena"), key=lambda b: (b.start, -b.size)):
+        for buf in sorted((b for b in self.buffers if b.kind is BufferKind.ARENA), key=lambda b: (b.start, -b.size)):
             size = _aligned(max(buf.size, 1))
             busy = sorted((p for p in placed if not (p.end < buf.start or buf.end < p.start)),
                           key=lambda p: p.offset)
@@ -343,6 +284,117 @@ class _Assigner:
             top = max(top, offset + size)
         self.a.temp_bytes = top
 
+
+# --------------------------------------------------------------------------- buffer rules
+# rule(assigner, inst, param_values) -> the instruction's value (a Buffer or a tuple of
+# values). `aliases=True`: the value names buffers other instructions define.
+
+@BUFFER_RULES.register(Op.PARAMETER, aliases=True)
+def _parameter(assigner: _Assigner, inst, param_values):
+    return param_values[inst.attrs["parameter_number"]]
+
+
+@BUFFER_RULES.register(Op.CONSTANT, aliases=True)
+def _constant(assigner: _Assigner, inst, _):
+    return Buffer(inst.shape, kind=BufferKind.CONSTANT, constant=inst, start=assigner.pos, end=assigner.pos)
+
+
+@BUFFER_RULES.register(Op.TUPLE, aliases=True)
+def _tuple(assigner: _Assigner, inst, _):
+    return tuple(assigner.a.values[id(op)] for op in inst.operands)
+
+
+@BUFFER_RULES.register(Op.GET_TUPLE_ELEMENT, aliases=True)
+def _get_tuple_element(assigner: _Assigner, inst, _):
+    return assigner.a.values[id(inst.operands[0])][inst.attrs["index"]]
+
+
+@BUFFER_RULES.register(Op.CALL, aliases=True)
+def _call(assigner: _Assigner, inst, _):
+    callee = inst.attrs["to_apply"]
+    assigner.visit(callee, [assigner.a.values[id(op)] for op in inst.operands])
+    return assigner.a.values[id(callee.root)]
+
+
+def _names_other_buffers(inst: Instruction) -> bool:
+    return bool(BUFFER_RULES.details(inst.opcode).get("aliases"))
+
+
+@BUFFER_RULES.register(Op.BITCAST)
+def _bitcast(assigner: _Assigner, inst, _):
+    source = assigner.a.values[id(inst.operands[0])]
+    if inst.operands[0].shape.element_type is inst.shape.element_type and isinstance(source, Buffer) \
+            and resolve(source).kind is not BufferKind.CONSTANT:
+        return _Alias(inst.shape, source)
+    return assigner.new_value(inst.shape)
+
+
+@BUFFER_RULES.register(Op.WHILE)
+def _while(assigner: _Assigner, inst, _):
+    state = assigner.new_value(inst.shape)
+    start = assigner.pos
+    used: set = set()
+    assigner.loops.append(used)
+    outer_start, assigner.loop_start = assigner.loop_start, start
+    assigner.visit(inst.attrs["condition"], [state])
+    assigner.use(assigner.a.values[id(inst.attrs["condition"].root)])
+    body = inst.attrs["body"]
+    assigner.visit(body, [state])
+    assigner.pos += 1
+    root_value = assigner.a.values[id(body.root)]
+    assigner.use(root_value)
+    state_leaves = leaves_of(state)
+    swaps = {}
+    for k, leaf in enumerate(leaves_of(root_value)):
+        if leaf in state_leaves and state_leaves.index(leaf) != k:
+            swaps[k] = assigner.new_value(leaf.shape)
+    assigner.a.while_swaps[id(inst)] = swaps
+    assigner.pos += 1
+    assigner.loops.pop()
+    assigner.loop_start = outer_start
+    for buf in used | set(state_leaves) | set(swaps.values()):
+        if buf.start <= start:
+            buf.end = max(buf.end, assigner.pos)
+        for outer in assigner.loops:
+            outer.add(buf)
+    return state
+
+
+@BUFFER_RULES.register(Op.CONDITIONAL)
+def _conditional(assigner: _Assigner, inst, _):
+    out = assigner.new_value(inst.shape)
+    for k, branch in enumerate(branch_computations(inst)):
+        assigner.visit(branch, [assigner.a.values[id(inst.operands[k + 1])]])
+        assigner.pos += 1
+        assigner.use(assigner.a.values[id(branch.root)])
+    assigner.use(out)
+    return out
+
+
+@BUFFER_RULES.register(Op.DYNAMIC_UPDATE_SLICE)
+def _dynamic_update_slice(assigner: _Assigner, inst, _):
+    return assigner.maybe_in_place(inst, inst.operands[0])
+
+
+@BUFFER_RULES.register(Op.FUSION)
+def _fusion(assigner: _Assigner, inst, _):
+    root = inst.attrs["calls"].root
+    target = root.operands[0] if root.opcode == Op.DYNAMIC_UPDATE_SLICE else None
+    if target is not None and target.opcode == Op.PARAMETER and len(target.users) == 1:
+        operand = inst.operands[target.attrs["parameter_number"]]
+        if sum(op is operand for op in inst.operands) == 1:
+            return assigner.maybe_in_place(inst, operand)
+    if root.opcode != Op.TUPLE:
+        body = inst.attrs["calls"]
+        positions = [p.attrs["parameter_number"] for p in body.parameters
+                     if _read_only_elementwise(p, root)]
+        reused = assigner.reusable_operand(inst, positions)
+        if reused is not None:
+            return reused
+    return assigner.new_value(inst.shape)
+
+
+# --------------------------------------------------------------------------- helpers
 
 def _leaf_number(shape: Shape, index) -> Optional[int]:
     """The depth-first leaf number of shape's subshape at index (None when it is not an array leaf)."""
@@ -419,7 +471,7 @@ class _Alias(Buffer):
     """A buffer viewed with another shape (bitcast): same memory as `target`."""
 
     def __init__(self, shape: Shape, target: Buffer):
-        super().__init__(shape, kind="alias")
+        super().__init__(shape, kind=BufferKind.ALIAS)
         self.target = target
 
     def __hash__(self):

@@ -34,14 +34,14 @@ from llvmlite import ir
 
 from ..attributes import ConvDims, DotDims
 from ..ir import Instruction
+from ..opcodes import Op
 from ..shapes import Shape, primitive_type
 from . import scalar_ops
 from .buffers import Buffer
-from .elemental import const64, major_to_minor
+from .function_context import const64, major_to_minor, row_major_offset
 from .gemm import MAX_THREADS, PARALLEL_FLOPS, pack_bound
 from .types import F32, F64, PTR, linear_offset, load_element, store_element
 from .winograd import WinogradEmitter, WinogradShape, winograd_shape
-from ..opcodes import Op
 
 MIN_FLOPS = 1 << 16    # smaller products keep the simple per-element loops
 MIN_ROWS = 4           # matrix-vector products too
@@ -139,7 +139,7 @@ def plan(inst: Instruction, sources: list, dest: Optional[Shape]) -> Optional[Pl
     scalar = _scalar_of(inst) if inst.shape.is_array else None
     if scalar is None:
         return None
-    shaped = _dot_plan(inst, scalar, sources) if inst.opcode == Op.DOT else _conv_plan(inst, scalar, sources)
+    shaped = _PLANNERS[inst.opcode](inst, scalar, sources)
     if shaped is None or shaped.m < MIN_ROWS or shaped.n < MIN_ROWS or shaped.k == 0 \
             or shaped.batch * shaped.flops < MIN_FLOPS:
         return None
@@ -195,12 +195,16 @@ def _conv_plan(inst, scalar, sources) -> Optional[Plan]:
     return Plan(inst, scalar, 1, batch_rows, features, taps, channels, a, b, False)
 
 
+# The contractions planned onto gemm.py, and how.
+_PLANNERS = {Op.DOT: _dot_plan, Op.CONVOLUTION: _conv_plan}
+
+
 # --------------------------------------------------------------------------- planning from the IR
 
 
 def top_level_plan(inst: Instruction, dest: Optional[Shape]) -> Optional[Plan]:
     """An unfused dot/convolution: its operands are materialised instructions."""
-    if inst.opcode not in ("dot", "convolution"):
+    if inst.opcode not in _PLANNERS:
         return None
     return plan(inst, [o if o.shape.rank else None for o in inst.operands], dest)
 
@@ -211,7 +215,7 @@ def fused_plans(fusion: Instruction) -> list[Plan]:
     body = fusion.attrs["calls"]
     out = []
     for inst in body.instructions:
-        if inst.opcode not in ("dot", "convolution"):
+        if inst.opcode not in _PLANNERS:
             continue
         sources = [_fusion_source(fusion, o) for o in inst.operands]
         dest = fusion.shape if inst is body.root and fusion.shape.is_array else None
@@ -382,7 +386,7 @@ class ContractionEmitter:
             logical = [const64(0)] * lhs.shape.rank
             for pos, d in enumerate(rows):
                 logical[d] = idx[pos]
-            row = _row_major(b, idx, [lhs.shape.dims[d] for d in rows])
+            row = row_major_offset(b, idx, [lhs.shape.dims[d] for d in rows])
             pointer = b.gep(a_base, [linear_offset(b, shape, logical)], source_etype=scalar)
             b.store(pointer, b.gep(table, [row], source_etype=PTR))
 
@@ -420,12 +424,7 @@ class ContractionEmitter:
                 inside = b.and_(inside, ok)
                 logical[position_dims[s + 1]] = b.select(ok, pos, const64(0))
             pointer = b.gep(a_base, [linear_offset(b, shape, logical)], source_etype=scalar)
-            entry = b.add(b.mul(_row_major(b, pixel, out_sizes), const64(p.taps)), _row_major(b, taps, tap_sizes))
+            entry = b.add(b.mul(row_major_offset(b, pixel, out_sizes), const64(p.taps)),
+                          row_major_offset(b, taps, tap_sizes))
             b.store(b.select(inside, pointer, zeros), b.gep(table, [entry], source_etype=PTR))
 
-
-def _row_major(b: ir.IRBuilder, index, sizes) -> ir.Value:
-    linear = const64(0)
-    for i, size in zip(index, sizes):
-        linear = b.add(b.mul(linear, const64(size)), i)
-    return linear

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .types import F32, F64, I1, I64, PTR
+from .types import F32, I1, I64, PTR
 
 VOID = ir.VoidType()
 HOOK_TYPE = ir.FunctionType(VOID, [PTR, PTR, I64])   # parallel_for(task, ctx, parts); task(ctx, part)

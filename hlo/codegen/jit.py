@@ -20,12 +20,13 @@ from typing import Optional
 import llvmlite.binding as llvm
 import numpy as np
 
+from ..cache import cache_dir
 from ..ir import Module
 from ..runtime import values_io
 from ..text.printer import format_module
-from . import CodegenOptions, LoweredModule, lower_module
-from ..cache import cache_dir
 from .buffers import alias_leaves
+from .lowering import lower_module
+from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
 from .target import create_target_machine, parse_and_optimize, resolved_target
 

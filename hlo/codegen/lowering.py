@@ -1,32 +1,36 @@
-"""lower(): pipeline, checks, buffer assignment and entry lowering, in that order."""
+"""lower_module(): pipeline, checks, buffer assignment and entry lowering, in that order."""
 from __future__ import annotations
 
 from ..ir import Module
+from ..passes.pass_manager import available_passes, run_pipeline
+from ..passes.pipelines import pipeline_text
+from ..text.parser import parse_module
+from ..text.printer import format_module
 from .buffers import assign_buffers
+from .emitters import expander_passes
 from .gemm import vector_bits_of
 from .kernels import EntryLowering
+from .options import CodegenOptions, LoweredModule
 from .target import resolved_target
 from .types import check_shape_supported
 
 
-EXPANDERS = ("rng-bit-generator-expander", "batchnorm-expander")
-EXPANDED_OPS = ("rng-bit-generator", "batch-norm-training", "batch-norm-inference", "batch-norm-grad")
+def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), name: str = "hlo_entry") -> LoweredModule:
+    """Lower a module (not modified: the pipeline runs on a copy) to LLVM IR."""
+    return lower(module, options, name)
 
 
-def prepare(module: Module, options) -> Module:
+def prepare(module: Module, options: CodegenOptions) -> Module:
     """A copy of the module, optimised by the default pipeline when asked."""
-    from ..text.parser import parse_module
-    from ..text.printer import format_module
     copy = parse_module(format_module(module), module.name)
     _keep_locations(module, copy)
-    from ..passes.pass_manager import available_passes, run_pipeline
     if options.run_pipeline:
-        from ..passes.pipelines import pipeline_text
         run_pipeline(copy, pipeline_text("default"))
     else:
-        # Ops the backend implements through their expansion into simpler HLO.
-        expanders = [p for p in EXPANDERS if p in available_passes()]
-        if expanders and any(i.opcode in EXPANDED_OPS for c in copy.computations for i in c.instructions):
+        # Ops the backend implements through their expansion into simpler HLO (emitters.py).
+        opcodes = {i.opcode for c in copy.computations for i in c.instructions}
+        expanders = [p for p in expander_passes(opcodes) if p in available_passes()]
+        if expanders:
             run_pipeline(copy, ",".join(expanders))
     return copy
 
@@ -41,8 +45,7 @@ def _keep_locations(original: Module, copy: Module) -> None:
                 inst.loc = src.loc
 
 
-def lower(module: Module, options, name: str):
-    from . import LoweredModule
+def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
     prepared = prepare(module, options)
     for comp in prepared.computations:
         for inst in comp.instructions:

@@ -15,22 +15,24 @@ Two ways to use it, both for f32/f64 scalars and for vectors of them:
 
 Functions: exp, log, log1p, expm1, tanh, logistic, erf, sin, cos, tan (unary) and
 pow (binary); helpers emit_frexp / emit_ldexp. f32 pow and f32 sin/cos/tan work
-in f64 internally (wider range reduction, exact log2*y). OPCODE_FUNCTIONS maps
-HLO opcodes to these names. Special values follow C99/libm: NaN propagates,
+in f64 internally (wider range reduction, exact log2*y). FUNCTIONS maps the
+names to the emitters (scalar_ops.MATHLIB_FUNCTIONS maps HLO opcodes to the names).
+Special values follow C99/libm: NaN propagates,
 exp/expm1 overflow to inf and underflow through the subnormals, log(0) = -inf,
 log(<0) = NaN, tanh/erf/logistic saturate exactly, pow follows C99 Annex F.
 
 Accuracy (max error in ulps against a float64 / long double reference, and the
 input ranges where it holds) is in ACCURACY and docs/MATH.md, measured by
-benchmarks/math_accuracy.py and enforced by tests/codegen/test_mathlib.py with
-the measurement helpers at the end of this module (JIT kernels applying each
-function to a numpy array, references, stratified sweeps, ulp error).
+benchmarks/math_accuracy.py (JIT kernels applying each function to a numpy array,
+references, stratified sweeps, ulp error) and enforced by tests/codegen/test_mathlib.py
+with the same measurement.
 
 Polynomial coefficients are minimax fits (Remez exchange in 50-digit mpmath,
 docs/MATH.md shows how) of the reduced functions named next to each table.
 """
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -126,6 +128,22 @@ F64 = _Width(
 # f32's exp polynomial.
 POW32_LOG_R = (0.6666666655408089, 0.4000012209548447, 0.28550797600882516, 0.23330993699317454)
 POW32_EXP_Q = F32.exp_q
+
+
+# --------------------------------------------------------------------------- functions by name
+
+FUNCTIONS: dict[str, Callable] = {}   # name -> emit_<name>(builder, *args): filled by @_function
+BINARY: set[str] = set()              # the functions of two arguments
+
+
+def _function(name: str, arity: int = 1):
+    """Make the decorated emitter the function `name` (math_function and the tests find it here)."""
+    def register(emitter: Callable) -> Callable:
+        FUNCTIONS[name] = emitter
+        if arity == 2:
+            BINARY.add(name)
+        return emitter
+    return register
 
 
 # --------------------------------------------------------------------------- typed IR helpers
@@ -340,6 +358,7 @@ def _exp(o: _Ops, x):
     return o.select(o.isnan(x), x, y)
 
 
+@_function("exp")
 def emit_exp(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """e^x."""
     return _exp(_Ops(builder, x.type), x)
@@ -359,6 +378,7 @@ def _expm1(o: _Ops, x):
     return o.select(o.isnan(x), x, y)
 
 
+@_function("expm1")
 def emit_expm1(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """e^x - 1, accurate near 0."""
     return _expm1(_Ops(builder, x.type), x)
@@ -370,6 +390,7 @@ def _tanh(o: _Ops, x):
     return o.copysign(th, x)
 
 
+@_function("tanh")
 def emit_tanh(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """tanh x = -expm1(-2|x|) / (expm1(-2|x|) + 2), with x's sign."""
     return _tanh(_Ops(builder, x.type), x)
@@ -381,6 +402,7 @@ def _logistic(o: _Ops, x):
     return o.div(numerator, o.add(o.f(1.0), t))
 
 
+@_function("logistic")
 def emit_logistic(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so tiny results keep their precision."""
     return _logistic(_Ops(builder, x.type), x)
@@ -427,12 +449,14 @@ def _log_specials(o: _Ops, x, y):
     return o.select(o.isnan(x), x, y)
 
 
+@_function("log")
 def emit_log(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Natural logarithm."""
     o = _Ops(builder, x.type)
     return _log_specials(o, x, _log_core(o, x))
 
 
+@_function("log1p")
 def emit_log1p(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """log(1 + x), accurate near 0: log(u) + (x - (u - 1))/u for u = 1 + x rounded."""
     o = _Ops(builder, x.type)
@@ -445,6 +469,7 @@ def emit_log1p(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 # --------------------------------------------------------------------------- erf
 
+@_function("erf")
 def emit_erf(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Error function: x*A(x^2) for |x| < 1, else 1 - e^(-x^2) * g(|x|) (g ~ e^(x^2) erfc)."""
     o = _Ops(builder, x.type)
@@ -491,7 +516,13 @@ def _sin_cos_poly(o: _Ops, r):
     return s, c
 
 
-def _trig(o: _Ops, x, which: str):
+class _Trig(enum.Enum):
+    SIN = enum.auto()
+    COS = enum.auto()
+    TAN = enum.auto()
+
+
+def _trig(o: _Ops, x, which: _Trig):
     """sin, cos or tan of x: reduction in f64 (also for f32), polynomial in x's type."""
     if o.w.bits == 32:
         wide = o.sibling(64)
@@ -504,33 +535,36 @@ def _trig(o: _Ops, x, which: str):
     s, c = _sin_cos_poly(o, r)
     b = o.b
     odd = b.icmp_unsigned("!=", b.and_(q, o.i(1)), o.i(0))
-    if which == "tan":
+    if which is _Trig.TAN:
         y = o.select(odd, o.neg(o.div(c, s)), o.div(s, c))
     else:
-        if which == "cos":
+        if which is _Trig.COS:
             q = b.add(q, o.i(1))
             odd = b.not_(odd)
         y = o.select(odd, c, s)
         sign = b.shl(b.and_(q, o.i(2)), o.i(o.w.bits - 2))
         y = o.flip_sign(y, sign)
-    if which != "cos":
+    if which is not _Trig.COS:
         y = o.select(o.cmp("<", o.fabs(x), o.f(o.w.sin_tiny)), x, y)  # exact and keeps -0
     return o.select(o.cmp("==", o.fabs(x), o.f(float("inf"))), o.f(float("nan")), y)
 
 
+@_function("sin")
 def emit_sin(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Sine (accuracy bound for |x| < 2^48; see ACCURACY)."""
-    return _trig(_Ops(builder, x.type), x, "sin")
+    return _trig(_Ops(builder, x.type), x, _Trig.SIN)
 
 
+@_function("cos")
 def emit_cos(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Cosine (accuracy bound for |x| < 2^48; see ACCURACY)."""
-    return _trig(_Ops(builder, x.type), x, "cos")
+    return _trig(_Ops(builder, x.type), x, _Trig.COS)
 
 
+@_function("tan")
 def emit_tan(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """Tangent (accuracy bound for |x| < 2^48; see ACCURACY)."""
-    return _trig(_Ops(builder, x.type), x, "tan")
+    return _trig(_Ops(builder, x.type), x, _Trig.TAN)
 
 
 # --------------------------------------------------------------------------- pow
@@ -637,6 +671,7 @@ def _pow_f64(o: _Ops, x, y):
     return _pow_specials(o, x, y, e)
 
 
+@_function("pow", arity=2)
 def emit_pow(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     """x^y with C99 special cases."""
     o = _Ops(builder, x.type)
@@ -645,22 +680,7 @@ def emit_pow(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return _pow_f64(o, x, y)
 
 
-# --------------------------------------------------------------------------- registry
-
-UNARY: dict[str, Callable] = {
-    "exp": emit_exp, "log": emit_log, "log1p": emit_log1p, "expm1": emit_expm1, "tanh": emit_tanh,
-    "logistic": emit_logistic, "erf": emit_erf, "sin": emit_sin, "cos": emit_cos, "tan": emit_tan,
-}
-BINARY: dict[str, Callable] = {"pow": emit_pow}
-FUNCTIONS: dict[str, Callable] = {**UNARY, **BINARY}
-
-# HLO opcode -> function name here.
-OPCODE_FUNCTIONS = {
-    "exponential": "exp", "log": "log", "log-plus-one": "log1p", "exponential-minus-one": "expm1",
-    "tanh": "tanh", "logistic": "logistic", "erf": "erf", "sine": "sin", "cosine": "cos", "tan": "tan",
-    "power": "pow",
-}
-
+# --------------------------------------------------------------------------- functions as LLVM functions
 
 def _type_suffix(ty: ir.Type) -> str:
     elem = ty.element if isinstance(ty, ir.VectorType) else ty
@@ -686,10 +706,10 @@ def math_function(module: ir.Module, name: str, ty: ir.Type) -> ir.Function:
     return fn
 
 
-# --------------------------------------------------------------------------- measurement
-# Used by tests/codegen/test_mathlib.py and benchmarks/math_accuracy.py: JIT kernels that
-# apply a function to arrays, high-precision references, stratified input sweeps and the
-# error in ulps. numpy and llvmlite.binding are imported lazily: emitting IR needs neither.
+# --------------------------------------------------------------------------- documented accuracy
+# benchmarks/math_accuracy.py measures the functions (JIT kernels applying each to numpy
+# arrays, high-precision references, stratified sweeps, the error in ulps);
+# tests/codegen/test_mathlib.py enforces these bounds with the same measurement.
 
 @dataclass(frozen=True)
 class Bound:
@@ -724,255 +744,3 @@ ACCURACY: dict[tuple[str, str], Bound] = {
     **_bounds("tan", 4.0, 3.5, _TRIG_DOMAIN, _TRIG_DOMAIN),
     **_bounds("pow", 1.0, 1.5, _POW_DOMAIN, _POW_DOMAIN),
 }
-
-
-def _np_dtype(dtype):
-    import numpy as np
-    return np.dtype(dtype)
-
-
-def _target_machine(extra_features: str = ""):
-    """Host target machine (host CPU and features, 512-bit vectors where available);
-    extra_features (e.g. "-fma") are appended to the host feature string."""
-    import llvmlite.binding as llvm
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    features = llvm.get_host_cpu_features().flatten()
-    if "+avx512f" in features.split(","):
-        features += ",-prefer-256-bit"  # let LLVM use 512-bit vectors
-    if extra_features:
-        features += "," + extra_features
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3, jit=True)
-
-
-def kernel_name(name: str, dtype) -> str:
-    return f"{name}_{_np_dtype(dtype).name}"
-
-
-def kernel_module(functions) -> ir.Module:
-    """One `void NAME_DTYPE(T* x, [T* y,] T* out, i64 n)` loop per (name, dtype) in functions,
-    calling math_function (so each loop is what the backend's fused loops look like)."""
-    module = ir.Module(name="mathlib_kernels")
-    i64 = ir.IntType(64)
-    for name, dtype in functions:
-        ty = ir.DoubleType() if _np_dtype(dtype).itemsize == 8 else ir.FloatType()
-        arity = 2 if name in BINARY else 1
-        ptr = ty.as_pointer()
-        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (arity + 1) + [i64]),
-                         name=kernel_name(name, dtype))
-        for arg in fn.args[:-1]:
-            arg.add_attribute("noalias")
-        entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
-        b = ir.IRBuilder(entry)
-        count = fn.args[-1]
-        b.cbranch(b.icmp_signed(">", count, ir.Constant(i64, 0)), loop, done)
-        b.position_at_end(loop)
-        index = b.phi(i64)
-        index.add_incoming(ir.Constant(i64, 0), entry)
-        args = [b.load(b.gep(p, [index], inbounds=True)) for p in fn.args[:arity]]
-        value = b.call(math_function(module, name, ty), args)
-        b.store(value, b.gep(fn.args[arity], [index], inbounds=True))
-        following = b.add(index, ir.Constant(i64, 1))
-        index.add_incoming(following, loop)
-        b.cbranch(b.icmp_signed("<", following, count), loop, done)
-        b.position_at_end(done)
-        b.ret_void()
-    return module
-
-
-class MathKernels:
-    """JIT-compiled (MCJIT, host CPU, O3 with loop and SLP vectorisation) kernels of
-    kernel_module(functions); `optimized_ir` is the IR after optimisation.
-    extra_features: appended to the host's (e.g. "-fma,-avx512f" to measure other targets)."""
-
-    def __init__(self, functions, extra_features: str = ""):
-        import ctypes
-
-        import llvmlite.binding as llvm
-        self.functions = [(name, _np_dtype(dtype)) for name, dtype in functions]
-        tm = _target_machine(extra_features)
-        ref = llvm.parse_assembly(str(kernel_module(self.functions)))
-        ref.triple = llvm.get_process_triple()
-        ref.data_layout = str(tm.target_data)
-        ref.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(ref, pb)
-        self.optimized_ir = str(ref)
-        self._engine = llvm.create_mcjit_compiler(ref, tm)
-        self._engine.finalize_object()
-        self._entry = {}
-        for name, dtype in self.functions:
-            c_ptr = ctypes.POINTER(ctypes.c_double if dtype.itemsize == 8 else ctypes.c_float)
-            arity = 2 if name in BINARY else 1
-            prototype = ctypes.CFUNCTYPE(None, *([c_ptr] * (arity + 1)), ctypes.c_int64)
-            address = self._engine.get_function_address(kernel_name(name, dtype))
-            self._entry[(name, dtype)] = (prototype(address), c_ptr)
-
-    def __call__(self, name: str, dtype, *args, out=None):
-        """name(*args) elementwise on 1-D arrays of dtype (into `out` when given)."""
-        import numpy as np
-        dtype = _np_dtype(dtype)
-        arrays = [np.ascontiguousarray(a, dtype=dtype) for a in args]
-        if out is None:
-            out = np.empty_like(arrays[0])
-        fn, c_ptr = self._entry[(name, dtype)]
-        fn(*[a.ctypes.data_as(c_ptr) for a in arrays + [out]], out.size)
-        return out
-
-
-def _erf_reference(x, hp):
-    """erf in hp (float64 or long double): 2/sqrt(pi) e^(-x^2) sum_n (2x^2)^n x / (1*3*...*(2n+1)),
-    a series of positive terms (no cancellation); |x| >= 7 gives +-1."""
-    import numpy as np
-    a = np.minimum(np.abs(x.astype(hp)), hp(7))
-    order = np.argsort(a)  # larger |x| need more terms: iterate on a shrinking suffix
-    a_sorted = a[order]
-    two_x2 = 2 * a_sorted * a_sorted
-    term = a_sorted.copy()
-    total = a_sorted.copy()
-    start = 0
-    for n in range(1, 400):
-        term[start:] *= two_x2[start:] / (2 * n + 1)
-        total[start:] += term[start:]
-        converged = term[start:] <= total[start:] * hp(2.0) ** -70
-        if converged.all():
-            break
-        start += int(np.argmin(converged))
-    series = np.empty_like(total)
-    series[order] = total
-    two_over_sqrt_pi = hp(2) / np.sqrt(np.arccos(hp(-1)))
-    erf = np.minimum(two_over_sqrt_pi * np.exp(-a * a) * series, hp(1))
-    erf = np.where(np.abs(x) >= 7, hp(1), erf)
-    return np.where(np.isnan(x), hp("nan"), np.copysign(erf, x.astype(hp)))
-
-
-def reference(name: str, *args):
-    """The function in higher precision: float64 for f32 inputs, long double for f64."""
-    import numpy as np
-    hp = np.float64 if args[0].dtype == np.float32 else np.longdouble
-    xs = [np.asarray(a).astype(hp) for a in args]
-    x = xs[0]
-    with np.errstate(all="ignore"):
-        if name == "logistic":
-            e = np.exp(-np.abs(x))
-            return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-        if name == "erf":
-            return _erf_reference(x, hp)
-        if name == "pow":
-            return np.power(x, xs[1])
-        return {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "tanh": np.tanh,
-                "sin": np.sin, "cos": np.cos, "tan": np.tan}[name](x)
-
-
-def ulp_errors(got, ref, dtype):
-    """|got - ref| in ulps of dtype at ref (ulp of the exact value's binade; subnormal ulp
-    below). Infinities count as 2^(emax+1); NaN matching NaN is 0, NaN vs number is inf."""
-    import numpy as np
-    dtype = _np_dtype(dtype)
-    info = np.finfo(dtype)
-    hp = ref.dtype
-    got = got.astype(hp)
-    if not (np.isfinite(got).all() and np.isfinite(ref).all()):
-        big = np.ldexp(hp.type(1), info.maxexp)
-        ref, got = np.clip(ref, -big, big), np.clip(got, -big, big)
-    _, e = np.frexp(ref)
-    # ref = m 2^e with m in [1/2, 1): ulp = 2^(e - nmant - 1), but never below the subnormal
-    # spacing 2^(minexp - nmant) (e = minexp + 1); frexp(0) has e = 0
-    e = np.maximum(np.where(ref == 0, info.minexp + 1, e), info.minexp + 1)
-    scale = info.nmant + 1 - e  # 2^scale = 1 / ulp
-    with np.errstate(invalid="ignore"):
-        err = np.ldexp(np.abs(got - ref), scale).astype(np.float64)
-    got_nan, ref_nan = np.isnan(got), np.isnan(ref)
-    err[got_nan & ref_nan] = 0
-    err[got_nan ^ ref_nan] = np.inf
-    return err
-
-
-# Sweep domains: (lo, hi) per function and width; 'main' intervals also get linear samples.
-_DOMAINS = {
-    ("exp", 32): (-104.0, 89.0), ("exp", 64): (-746.0, 710.0),
-    ("expm1", 32): (-30.0, 89.0), ("expm1", 64): (-40.0, 710.0),
-    ("log", 32): (0.0, float("inf")), ("log", 64): (0.0, float("inf")),
-    ("log1p", 32): (-1.0, float("inf")), ("log1p", 64): (-1.0, float("inf")),
-    ("tanh", 32): (-12.0, 12.0), ("tanh", 64): (-25.0, 25.0),
-    ("logistic", 32): (-110.0, 30.0), ("logistic", 64): (-750.0, 50.0),
-    ("erf", 32): (-5.0, 5.0), ("erf", 64): (-7.0, 7.0),
-    ("sin", 32): (-2.0 ** 48, 2.0 ** 48), ("sin", 64): (-2.0 ** 48, 2.0 ** 48),
-    ("cos", 32): (-2.0 ** 48, 2.0 ** 48), ("cos", 64): (-2.0 ** 48, 2.0 ** 48),
-    ("tan", 32): (-2.0 ** 48, 2.0 ** 48), ("tan", 64): (-2.0 ** 48, 2.0 ** 48),
-}
-# Linear sweeps where most uses are (log-stratified samples cover the rest of each binade).
-_MAIN = {"exp": (-20.0, 20.0), "expm1": (-2.0, 2.0), "log": (0.0, 10.0), "log1p": (-1.0, 4.0),
-         "tanh": (-5.0, 5.0), "logistic": (-20.0, 20.0), "erf": (-4.0, 4.0), "sin": (-10.0, 10.0),
-         "cos": (-10.0, 10.0), "tan": (-10.0, 10.0)}
-
-
-def _stratified(dtype, n, lo, hi, rng):
-    """n values in [lo, hi] with |x| spread evenly over the binades (subnormals included)
-    and uniform bits within each binade; signs as the interval allows."""
-    import numpy as np
-    info = np.finfo(dtype)
-    ity = np.uint32 if dtype.itemsize == 4 else np.uint64
-    mant = info.nmant
-    top = min(max(abs(lo), abs(hi)), float(info.max))
-    top_field = int(np.frexp(top)[1]) - info.minexp + 1
-    fields = rng.integers(0, max(top_field, 1) + 1, size=n).astype(ity)
-    bits = (fields << ity(mant)) | (rng.integers(0, 1 << mant, size=n, dtype=np.uint64).astype(ity))
-    x = bits.view(dtype).copy()
-    if lo < 0 < hi:
-        x = np.where(rng.integers(0, 2, size=n) == 1, -x, x)
-    elif hi <= 0:
-        x = -x
-    x = x[(x >= lo) & (x <= hi) & np.isfinite(x)]
-    return x
-
-
-def sample_inputs(name: str, dtype, n: int, seed: int = 0):
-    """Inputs for the accuracy sweep of `name`: tuple of arrays of about n values each."""
-    import numpy as np
-    dtype = _np_dtype(dtype)
-    rng = np.random.default_rng(seed)
-    bits = dtype.itemsize * 8
-    if name == "pow":
-        return _pow_inputs(dtype, n, rng)
-    lo, hi = _DOMAINS[(name, bits)]
-    parts = [_stratified(dtype, n // 2 + n // 8, lo, hi, rng)]
-    mlo, mhi = _MAIN[name]
-    parts.append(rng.uniform(max(lo, mlo), min(hi, mhi), size=n - n // 2).astype(dtype))
-    x = np.concatenate(parts)[:n]
-    return (x[x > -1] if name == "log1p" else x,)
-
-
-def _pow_inputs(dtype, n, rng):
-    """x log-stratified over all positive finite values, y such that y*log2(x) covers the
-    whole result range (underflow to overflow); a quarter with negative x and integer y,
-    a quarter with y uniform in [-8, 8]."""
-    import numpy as np
-    info = np.finfo(dtype)
-    span = (info.minexp - info.nmant - 8, info.maxexp + 4)
-    x = np.abs(_stratified(dtype, 2 * n, 0.0, float(info.max), rng))[:n]
-    x = x[x > 0]
-    m = x.size
-    log2x = np.log2(x.astype(np.float64))
-    target = rng.uniform(*span, size=m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.where(log2x != 0, target / log2x, rng.uniform(-8, 8, size=m)).astype(dtype)
-    quarter = m // 4
-    y[:quarter] = rng.uniform(-8, 8, size=quarter).astype(dtype)
-    small = rng.uniform(0.25, 4, size=quarter).astype(dtype)
-    x[quarter:2 * quarter] = -small
-    y[quarter:2 * quarter] = rng.integers(-40, 40, size=quarter).astype(dtype)
-    return x.astype(dtype), y.astype(dtype)
-
-
-def measure(kernels: MathKernels, name: str, dtype, n: int, seed: int = 0):
-    """(max ulp error, arguments of the worst case) of kernels' `name` over sample_inputs."""
-    import numpy as np
-    args = sample_inputs(name, dtype, n, seed)
-    err = ulp_errors(kernels(name, dtype, *args), reference(name, *args), dtype)
-    worst = int(np.argmax(err))
-    return float(err[worst]), tuple(a[worst] for a in args)

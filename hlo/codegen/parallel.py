@@ -16,6 +16,8 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .gemm import IndirectCallee
+from .options import CodegenOptions
+from .target import create_target_machine
 from .types import I32, I64, PTR
 
 VOID = ir.VoidType()
@@ -94,8 +96,6 @@ def runner_ir() -> str:
 @functools.lru_cache(maxsize=None)
 def runner_address() -> int:
     """The address of hlo_pthread_parallel_for in this process (compiled on first use)."""
-    from . import CodegenOptions
-    from .target import create_target_machine
     tm = create_target_machine(CodegenOptions(), jit=True)
     ref = llvm.parse_assembly(runner_ir())
     ref.verify()

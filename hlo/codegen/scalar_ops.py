@@ -4,56 +4,55 @@ Integer corner cases follow XLA: x/0 = -1 (all ones unsigned), INT_MIN/-1 = INT_
 x%0 = x, shifts by >= the width give 0 (or the sign fill for arithmetic shifts).
 Float max/min propagate NaN and order -0 < +0. f16/bf16 are computed in f32 and
 rounded back after every op (types.round_to). Transcendentals use the in-IR
-approximations of mathlib.py when present, else LLVM intrinsics / libm calls.
+approximations of mathlib.py when present, else libm calls.
+
+Each op's code is registered per class of element type, beside its definition:
+PRED_OPS, INTEGER_OPS, FLOAT_OPS and COMPLEX_OPS map an opcode to
+`fn(ctx, op, t, args) -> value` (ctx: function_context.FunctionContext; args in compute
+type, see types.py). `emit` dispatches; OPS is every opcode emitted here, which
+elemental.py computes element by element. A new elementwise opcode needs only its
+entry in the opcode table, its interpreter kernel and its registrations here.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ..diagnostics import error
-from ..shapes import PrimitiveType
-from .types import F32, F64, I1, I64, compute_type, round_to
-from ..opcodes import Op
+from ..opcodes import BINARY_ELEMENTWISE, OPCODES, UNARY_ELEMENTWISE, Op, ResultType, Trait
+from ..registry import OpRegistry
+from ..shapes import PrimitiveType, real_type_of
+from . import mathlib
+from .types import F32, F64, I1, I64, compute_type, from_storage, round_to, storage_type, to_storage
 
-UNARY = {"abs", "ceil", "floor", "count-leading-zeros", "popcnt", "is-finite", "negate", "not",
-         "round-nearest-afz", "round-nearest-even", "sign", "cbrt", "cosine", "sine", "tan", "tanh",
-         "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "rsqrt", "sqrt",
-         "erf", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"}
-BINARY = {"add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum", "and",
-          "or", "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical", "atan2"}
+PRED_OPS = OpRegistry("pred scalar op")
+INTEGER_OPS = OpRegistry("integer scalar op")
+FLOAT_OPS = OpRegistry("floating-point scalar op")
+COMPLEX_OPS = OpRegistry("complex scalar op")
 
-# opcode -> libm name of the double version (float: + "f"), used where mathlib has none
-_LIBM = {
-    "cbrt": ("cbrt",), "cosine": ("cos",), "sine": ("sin",), "tan": ("tan",), "tanh": ("tanh",),
-    "exponential": ("exp",), "exponential-minus-one": ("expm1",), "log": ("log",),
-    "log-plus-one": ("log1p",), "erf": ("erf",), "acos": ("acos",), "acosh": ("acosh",),
-    "asin": ("asin",), "asinh": ("asinh",), "atan": ("atan",), "atanh": ("atanh",), "cosh": ("cosh",),
-    "sinh": ("sinh",), "power": ("pow",), "atan2": ("atan2",),
+# opcode -> mathlib's vectorisable approximation (mathlib.py)
+MATHLIB_FUNCTIONS: dict[Op, str] = {
+    Op.EXPONENTIAL: "exp", Op.LOG: "log", Op.LOG_PLUS_ONE: "log1p", Op.EXPONENTIAL_MINUS_ONE: "expm1",
+    Op.TANH: "tanh", Op.LOGISTIC: "logistic", Op.ERF: "erf", Op.SINE: "sin", Op.COSINE: "cos", Op.TAN: "tan",
+    Op.POWER: "pow",
+}
+# opcode -> libm name of the double version (float: + "f"), where mathlib has none
+LIBM_FUNCTIONS: dict[Op, str] = {
+    Op.CBRT: "cbrt", Op.ACOS: "acos", Op.ACOSH: "acosh", Op.ASIN: "asin", Op.ASINH: "asinh", Op.ATAN: "atan",
+    Op.ATANH: "atanh", Op.COSH: "cosh", Op.SINH: "sinh", Op.ATAN2: "atan2",
 }
 
 
-def _mathlib_function(ctx, op: str, ty: ir.Type):
-    """mathlib's always-inline approximation of op on ty, when mathlib provides it."""
-    try:
-        from . import mathlib
-    except ImportError:  # the approximations are optional: libm is the fallback
-        return None
-    name = getattr(mathlib, "OPCODE_FUNCTIONS", {}).get(op)
-    if name is None:
-        return None
-    return mathlib.math_function(ctx.module, name, ty)
-
-
-def call_math(ctx, op: str, args: list, ty: ir.Type):
+def call_math(ctx, op: Op, args: list, ty: ir.Type):
     """A transcendental on f32/f64 values: mathlib's vectorisable approximation, else libm."""
-    b = ctx.b
-    fn = _mathlib_function(ctx, op, ty)
-    if fn is None:
-        name = _LIBM[op][0] + ("f" if ty == F32 else "")
+    name = MATHLIB_FUNCTIONS.get(op)
+    if name is not None:
+        fn = mathlib.math_function(ctx.module, name, ty)
+    else:
+        name = LIBM_FUNCTIONS[op] + ("f" if ty == F32 else "")
         fn = ctx.module.globals.get(name)
         if fn is None:
             fn = ir.Function(ctx.module, ir.FunctionType(ty, [ty] * len(args)), name=name)
-    return b.call(fn, args)
+    return ctx.b.call(fn, args)
 
 
 def _suffix(ty: ir.Type) -> str:
@@ -81,86 +80,120 @@ def const(ty: ir.Type, value):
     return ir.Constant(ty, value)
 
 
-def emit(ctx, inst, op: str, t: PrimitiveType, args: list):
-    """The result of elementwise `op` on operands of type t (compute-type values)."""
-    b = ctx.b
+# --------------------------------------------------------------------------- dispatch
+
+def _registry_of(t: PrimitiveType):
     if t.is_pred:
-        return _pred_op(b, inst, op, args)
+        return PRED_OPS
     if t.is_integral:
-        return _int_op(ctx, inst, op, t, args)
+        return INTEGER_OPS
     if t.is_float:
-        if op == Op.IS_FINITE:
-            return _is_finite(ctx, args[0], t)
-        return round_to(b, _float_op(ctx, inst, op, t, args), t)
+        return FLOAT_OPS
     if t.is_complex:
-        return _complex_op(ctx, inst, op, t, args)
-    raise error(f"the cpu backend does not support {op} on {t.name}", inst.loc)
+        return COMPLEX_OPS
+    return None
 
 
-def _unsupported(inst, op, t):
-    return error(f"the cpu backend does not support '{op}' on {t}", inst.loc)
+def emit(ctx, inst, op: Op, t: PrimitiveType, args: list):
+    """The result of elementwise `op` on operands of type t (compute-type values).
+
+    inst (for the location of errors) may be None."""
+    registry = _registry_of(t)
+    if registry is None:
+        raise error(f"the cpu backend does not support {op} on {t.name}", inst.loc)
+    handler = registry.get(op)
+    if handler is None:
+        raise error(f"the cpu backend does not support '{op}' on {t.name}", inst.loc)
+    result = handler(ctx, op, t, args)
+    if t.is_float and OPCODES[op].result_type is not ResultType.PRED:
+        return round_to(ctx.b, result, t)   # f16/bf16 results are rounded after every op
+    return result
 
 
-def _pred_op(b, inst, op, args):
-    table = {"add": b.or_, "or": b.or_, "maximum": b.or_, "multiply": b.and_, "and": b.and_,
-             "minimum": b.and_, "xor": b.xor}
-    if op == Op.NOT:
-        return b.not_(args[0])
-    if op in table:
-        return table[op](*args)
-    raise _unsupported(inst, op, "pred")
+# --------------------------------------------------------------------------- pred
+
+@PRED_OPS.register(Op.NOT)
+def _pred_not(ctx, op, t, args):
+    return ctx.b.not_(args[0])
 
 
-def _int_op(ctx, inst, op, t: PrimitiveType, args):
-    b = ctx.b
+@PRED_OPS.register(Op.ADD, Op.OR, Op.MAXIMUM)
+def _pred_or(ctx, op, t, args):
+    return ctx.b.or_(*args)
+
+
+@PRED_OPS.register(Op.MULTIPLY, Op.AND, Op.MINIMUM)
+def _pred_and(ctx, op, t, args):
+    return ctx.b.and_(*args)
+
+
+@PRED_OPS.register(Op.XOR)
+def _pred_xor(ctx, op, t, args):
+    return ctx.b.xor(*args)
+
+
+# --------------------------------------------------------------------------- integers
+
+_INT_BINARY = {Op.ADD: ir.IRBuilder.add, Op.SUBTRACT: ir.IRBuilder.sub, Op.MULTIPLY: ir.IRBuilder.mul,
+               Op.AND: ir.IRBuilder.and_, Op.OR: ir.IRBuilder.or_, Op.XOR: ir.IRBuilder.xor}
+
+
+@INTEGER_OPS.register(_INT_BINARY)
+def _int_wrapping(ctx, op, t, args):
+    return _INT_BINARY[op](ctx.b, *args)
+
+
+@INTEGER_OPS.register(Op.MAXIMUM, Op.MINIMUM)
+@FLOAT_OPS.register(Op.MAXIMUM, Op.MINIMUM)
+def _max_min(ctx, op, t, args):
+    return max_min(ctx.b, op, args[0], args[1], t)
+
+
+@INTEGER_OPS.register(Op.NEGATE)
+def _int_negate(ctx, op, t, args):
+    return ctx.b.sub(const(compute_type(t), 0), args[0])
+
+
+@INTEGER_OPS.register(Op.NOT)
+def _int_not(ctx, op, t, args):
+    return ctx.b.xor(args[0], const(compute_type(t), -1))
+
+
+@INTEGER_OPS.register(Op.ABS)
+def _int_abs(ctx, op, t, args):
+    b, x, zero = ctx.b, args[0], const(compute_type(t), 0)
+    return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x) if t.is_signed_int else x
+
+
+@INTEGER_OPS.register(Op.SIGN)
+def _int_sign(ctx, op, t, args):
+    b, x = ctx.b, args[0]
     ty = compute_type(t)
-    signed = t.is_signed_int
-    zero, ones = const(ty, 0), const(ty, -1)
-    if op in ("add", "subtract", "multiply", "and", "or", "xor"):
-        fn = {"add": b.add, "subtract": b.sub, "multiply": b.mul, "and": b.and_, "or": b.or_,
-              "xor": b.xor}[op]
-        return fn(*args)
-    if op in ("maximum", "minimum"):
-        return max_min(b, op, args[0], args[1], t)
-    if op == Op.NEGATE:
-        return b.sub(zero, args[0])
-    if op == Op.NOT:
-        return b.xor(args[0], ones)
-    if op == Op.ABS:
-        x = args[0]
-        return b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x) if signed else x
-    if op == Op.SIGN:
-        x = args[0]
-        if not signed:
-            return b.zext(b.icmp_unsigned("!=", x, zero), ty)
-        pos = b.zext(b.icmp_signed(">", x, zero), ty)
-        neg = b.zext(b.icmp_signed("<", x, zero), ty)
-        return b.sub(pos, neg)
-    if op == Op.POPCNT:
-        return _intrinsic(ctx, "llvm.ctpop", ty, [args[0]])
-    if op == Op.COUNT_LEADING_ZEROS:
-        return _intrinsic(ctx, "llvm.ctlz", ty, [args[0], const(I1, 0)])
-    if op in ("divide", "remainder"):
-        return _int_div_rem(b, op, args[0], args[1], ty, signed)
-    if op in ("shift-left", "shift-right-logical", "shift-right-arithmetic"):
-        x, y = args
-        oob = b.icmp_unsigned(">=", y, const(ty, t.bits))
-        safe = b.select(oob, zero, y)
-        if op == Op.SHIFT_LEFT:
-            return b.select(oob, zero, b.shl(x, safe))
-        if op == Op.SHIFT_RIGHT_LOGICAL:
-            return b.select(oob, zero, b.lshr(x, safe))
-        fill = b.select(b.icmp_signed("<", x, zero), ones, zero)
-        return b.select(oob, fill, b.ashr(x, safe))
-    if op == Op.POWER:
-        return _int_power(ctx, args[0], args[1], ty, signed)
-    raise _unsupported(inst, op, t.name)
+    zero = const(ty, 0)
+    if not t.is_signed_int:
+        return b.zext(b.icmp_unsigned("!=", x, zero), ty)
+    pos = b.zext(b.icmp_signed(">", x, zero), ty)
+    neg = b.zext(b.icmp_signed("<", x, zero), ty)
+    return b.sub(pos, neg)
 
 
-def _int_div_rem(b, op, x, y, ty, signed):
+@INTEGER_OPS.register(Op.POPCNT)
+def _int_popcnt(ctx, op, t, args):
+    return _intrinsic(ctx, "llvm.ctpop", compute_type(t), [args[0]])
+
+
+@INTEGER_OPS.register(Op.COUNT_LEADING_ZEROS)
+def _int_clz(ctx, op, t, args):
+    return _intrinsic(ctx, "llvm.ctlz", compute_type(t), [args[0], const(I1, 0)])
+
+
+@INTEGER_OPS.register(Op.DIVIDE, Op.REMAINDER)
+def _int_div_rem(ctx, op, t, args):
+    b, (x, y) = ctx.b, args
+    ty = compute_type(t)
     zero, one, ones = const(ty, 0), const(ty, 1), const(ty, -1)
     y_zero = b.icmp_unsigned("==", y, zero)
-    if not signed:
+    if not t.is_signed_int:
         safe = b.select(y_zero, one, y)
         if op == Op.DIVIDE:
             return b.select(y_zero, ones, b.udiv(x, safe))
@@ -174,9 +207,27 @@ def _int_div_rem(b, op, x, y, ty, signed):
     return b.select(y_zero, x, r)
 
 
-def _int_power(ctx, base, exponent, ty, signed):
+@INTEGER_OPS.register(Op.SHIFT_LEFT, Op.SHIFT_RIGHT_LOGICAL, Op.SHIFT_RIGHT_ARITHMETIC)
+def _int_shift(ctx, op, t, args):
+    b, (x, y) = ctx.b, args
+    ty = compute_type(t)
+    zero, ones = const(ty, 0), const(ty, -1)
+    oob = b.icmp_unsigned(">=", y, const(ty, t.bits))
+    safe = b.select(oob, zero, y)
+    if op == Op.SHIFT_LEFT:
+        return b.select(oob, zero, b.shl(x, safe))
+    if op == Op.SHIFT_RIGHT_LOGICAL:
+        return b.select(oob, zero, b.lshr(x, safe))
+    fill = b.select(b.icmp_signed("<", x, zero), ones, zero)
+    return b.select(oob, fill, b.ashr(x, safe))
+
+
+@INTEGER_OPS.register(Op.POWER)
+def _int_power(ctx, op, t, args):
     """Exponentiation by squaring over the exponent's bits, wrapping; negative exponents per XLA."""
-    b = ctx.b
+    b, (base, exponent) = ctx.b, args
+    ty = compute_type(t)
+    signed = t.is_signed_int
     zero, one = const(ty, 0), const(ty, 1)
     acc_slot = ctx.alloca(ty, "pow.acc")
     base_slot = ctx.alloca(ty, "pow.base")
@@ -216,47 +267,66 @@ def max_min(b, op, x, y, t: PrimitiveType):
     return b.call(declare_overloaded(b.module, name, x.type, [x, y]), [x, y])
 
 
-def _is_finite(ctx, x, t):
-    b = ctx.b
-    fabs = _intrinsic(ctx, "llvm.fabs", x.type, [x])
-    return b.fcmp_ordered("<", fabs, const(x.type, float("inf")))
+# --------------------------------------------------------------------------- floating point
 
-
-def _float_op(ctx, inst, op, t: PrimitiveType, args):
-    b = ctx.b
-    ty = args[0].type
-    if op in ("add", "multiply") and ctx.reassociate and t.name in ("f32", "f64"):
-        return (b.fadd if op == Op.ADD else b.fmul)(*args, flags=["reassoc"])
-    simple = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv, "remainder": b.frem}
-    if op in simple:
-        return simple[op](*args)
-    if op in ("maximum", "minimum"):
-        return max_min(b, op, args[0], args[1], t)
+@FLOAT_OPS.register(Op.IS_FINITE)
+def _is_finite(ctx, op, t, args):
     x = args[0]
-    if op == Op.NEGATE:
-        return b.fneg(x)
-    intrinsic = {"abs": "llvm.fabs", "ceil": "llvm.ceil", "floor": "llvm.floor", "sqrt": "llvm.sqrt",
-                 "round-nearest-even": "llvm.rint", "round-nearest-afz": "llvm.round"}.get(op)
-    if intrinsic:
-        return _intrinsic(ctx, intrinsic, ty, [x])
-    if op == Op.SIGN:
-        nonzero = b.uitofp(b.fcmp_unordered("une", x, const(ty, 0.0)), ty)
-        signed = _intrinsic(ctx, "llvm.copysign", ty, [nonzero, x])
-        return b.select(b.fcmp_unordered("uno", x, x), x, signed)
-    if op == Op.RSQRT:
-        return b.fdiv(const(ty, 1.0), _intrinsic(ctx, "llvm.sqrt", ty, [x]))
-    if op == Op.LOGISTIC:
-        fn = _mathlib_function(ctx, op, ty)
-        if fn is not None:
-            return b.call(fn, [x])
-        e = call_math(ctx, "exponential", [b.fneg(_intrinsic(ctx, "llvm.fabs", ty, [x]))], ty)
-        one = const(ty, 1.0)
-        positive = b.fdiv(one, b.fadd(one, e))
-        return b.select(b.fcmp_ordered(">=", x, const(ty, 0.0)), positive, b.fdiv(e, b.fadd(one, e)))
-    if op in _LIBM:
-        return call_math(ctx, op, list(args), ty)
-    raise _unsupported(inst, op, t.name)
+    fabs = _intrinsic(ctx, "llvm.fabs", x.type, [x])
+    return ctx.b.fcmp_ordered("<", fabs, const(x.type, float("inf")))
 
+
+_FLOAT_BINARY = {Op.ADD: ir.IRBuilder.fadd, Op.SUBTRACT: ir.IRBuilder.fsub, Op.MULTIPLY: ir.IRBuilder.fmul,
+                 Op.DIVIDE: ir.IRBuilder.fdiv, Op.REMAINDER: ir.IRBuilder.frem}
+# Reassociable inside a reduction's combiner (FunctionContext.reassociate).
+_REASSOCIABLE_TYPES = frozenset({"f32", "f64"})
+
+
+@FLOAT_OPS.register(_FLOAT_BINARY)
+def _float_arithmetic(ctx, op, t, args):
+    fn = _FLOAT_BINARY[op]
+    if ctx.reassociate and OPCODES[op].has(Trait.ASSOCIATIVE) and t.name in _REASSOCIABLE_TYPES:
+        return fn(ctx.b, *args, flags=["reassoc"])
+    return fn(ctx.b, *args)
+
+
+@FLOAT_OPS.register(Op.NEGATE)
+def _float_negate(ctx, op, t, args):
+    return ctx.b.fneg(args[0])
+
+
+# opcode -> the LLVM intrinsic computing it
+_FLOAT_INTRINSICS = {Op.ABS: "llvm.fabs", Op.CEIL: "llvm.ceil", Op.FLOOR: "llvm.floor", Op.SQRT: "llvm.sqrt",
+                     Op.ROUND_NEAREST_EVEN: "llvm.rint", Op.ROUND_NEAREST_AFZ: "llvm.round"}
+
+
+@FLOAT_OPS.register(_FLOAT_INTRINSICS)
+def _float_intrinsic(ctx, op, t, args):
+    return _intrinsic(ctx, _FLOAT_INTRINSICS[op], args[0].type, [args[0]])
+
+
+@FLOAT_OPS.register(Op.SIGN)
+def _float_sign(ctx, op, t, args):
+    b, x = ctx.b, args[0]
+    ty = x.type
+    nonzero = b.uitofp(b.fcmp_unordered("une", x, const(ty, 0.0)), ty)
+    signed = _intrinsic(ctx, "llvm.copysign", ty, [nonzero, x])
+    return b.select(b.fcmp_unordered("uno", x, x), x, signed)
+
+
+@FLOAT_OPS.register(Op.RSQRT)
+def _float_rsqrt(ctx, op, t, args):
+    x = args[0]
+    return ctx.b.fdiv(const(x.type, 1.0), _intrinsic(ctx, "llvm.sqrt", x.type, [x]))
+
+
+@FLOAT_OPS.register(MATHLIB_FUNCTIONS, LIBM_FUNCTIONS)
+def _float_transcendental(ctx, op, t, args):
+    return call_math(ctx, op, list(args), args[0].type)
+
+
+# --------------------------------------------------------------------------- complex numbers
+# {re, im} structs; the ops the corpus' complex code needs.
 
 def parts(b, z):
     return b.extract_value(z, 0), b.extract_value(z, 1)
@@ -266,43 +336,70 @@ def make_complex(b, ty, re, im):
     return b.insert_value(b.insert_value(ir.Constant(ty, ir.Undefined), re, 0), im, 1)
 
 
-def _complex_op(ctx, inst, op, t: PrimitiveType, args):
-    """Complex arithmetic on {re, im} structs (the ops the corpus' complex code needs)."""
+@COMPLEX_OPS.register(Op.NEGATE)
+def _complex_negate(ctx, op, t, args):
     b = ctx.b
-    ty = compute_type(t)
-    (a, c) = parts(b, args[0])
-    if op == Op.NEGATE:
-        return make_complex(b, ty, b.fneg(a), b.fneg(c))
-    if op == Op.ABS:
-        fabs = lambda v: _intrinsic(ctx, "llvm.fabs", v.type, [v])
-        big = b.call(declare_overloaded(ctx.module, "llvm.maxnum", a.type, [a, c]), [fabs(a), fabs(c)])
-        small = b.call(declare_overloaded(ctx.module, "llvm.minnum", a.type, [a, c]), [fabs(a), fabs(c)])
-        ratio = b.fdiv(small, big)
-        scaled = b.fmul(big, _intrinsic(ctx, "llvm.sqrt", a.type, [b.fadd(const(a.type, 1.0), b.fmul(ratio, ratio))]))
-        zero = b.fcmp_ordered("==", big, const(a.type, 0.0))
-        inf = b.fcmp_ordered("==", big, const(a.type, float("inf")))
-        nan = b.fcmp_unordered("uno", a, c)
-        finite = b.select(nan, const(a.type, float("nan")), b.select(zero, const(a.type, 0.0), scaled))
-        return b.select(inf, big, finite)
-    if op == Op.EXPONENTIAL:
-        e = call_math(ctx, "exponential", [a], a.type)
-        return make_complex(b, ty, b.fmul(e, call_math(ctx, "cosine", [c], a.type)),
-                            b.fmul(e, call_math(ctx, "sine", [c], a.type)))
-    if len(args) == 2:
-        x, y = parts(b, args[1])
-        if op == Op.ADD:
-            return make_complex(b, ty, b.fadd(a, x), b.fadd(c, y))
-        if op == Op.SUBTRACT:
-            return make_complex(b, ty, b.fsub(a, x), b.fsub(c, y))
-        if op == Op.MULTIPLY:
-            return make_complex(b, ty, b.fsub(b.fmul(a, x), b.fmul(c, y)), b.fadd(b.fmul(a, y), b.fmul(c, x)))
-        if op == Op.DIVIDE:
-            denominator = b.fadd(b.fmul(x, x), b.fmul(y, y))
-            re = b.fdiv(b.fadd(b.fmul(a, x), b.fmul(c, y)), denominator)
-            im = b.fdiv(b.fsub(b.fmul(c, x), b.fmul(a, y)), denominator)
-            return make_complex(b, ty, re, im)
-    raise _unsupported(inst, op, t.name)
+    a, c = parts(b, args[0])
+    return make_complex(b, compute_type(t), b.fneg(a), b.fneg(c))
 
+
+@COMPLEX_OPS.register(Op.ABS)
+def _complex_abs(ctx, op, t, args):
+    """|a + ci| = big * sqrt(1 + (small/big)^2): no overflow for large parts."""
+    b = ctx.b
+    a, c = parts(b, args[0])
+    fabs = lambda v: _intrinsic(ctx, "llvm.fabs", v.type, [v])
+    big = b.call(declare_overloaded(ctx.module, "llvm.maxnum", a.type, [a, c]), [fabs(a), fabs(c)])
+    small = b.call(declare_overloaded(ctx.module, "llvm.minnum", a.type, [a, c]), [fabs(a), fabs(c)])
+    ratio = b.fdiv(small, big)
+    scaled = b.fmul(big, _intrinsic(ctx, "llvm.sqrt", a.type, [b.fadd(const(a.type, 1.0), b.fmul(ratio, ratio))]))
+    zero = b.fcmp_ordered("==", big, const(a.type, 0.0))
+    inf = b.fcmp_ordered("==", big, const(a.type, float("inf")))
+    nan = b.fcmp_unordered("uno", a, c)
+    finite = b.select(nan, const(a.type, float("nan")), b.select(zero, const(a.type, 0.0), scaled))
+    return b.select(inf, big, finite)
+
+
+@COMPLEX_OPS.register(Op.EXPONENTIAL)
+def _complex_exp(ctx, op, t, args):
+    b = ctx.b
+    a, c = parts(b, args[0])
+    e = call_math(ctx, Op.EXPONENTIAL, [a], a.type)
+    return make_complex(b, compute_type(t), b.fmul(e, call_math(ctx, Op.COSINE, [c], a.type)),
+                        b.fmul(e, call_math(ctx, Op.SINE, [c], a.type)))
+
+
+@COMPLEX_OPS.register(Op.ADD, Op.SUBTRACT)
+def _complex_add_subtract(ctx, op, t, args):
+    b = ctx.b
+    (a, c), (x, y) = parts(b, args[0]), parts(b, args[1])
+    fn = b.fadd if op == Op.ADD else b.fsub
+    return make_complex(b, compute_type(t), fn(a, x), fn(c, y))
+
+
+@COMPLEX_OPS.register(Op.MULTIPLY)
+def _complex_multiply(ctx, op, t, args):
+    b = ctx.b
+    (a, c), (x, y) = parts(b, args[0]), parts(b, args[1])
+    return make_complex(b, compute_type(t), b.fsub(b.fmul(a, x), b.fmul(c, y)), b.fadd(b.fmul(a, y), b.fmul(c, x)))
+
+
+@COMPLEX_OPS.register(Op.DIVIDE)
+def _complex_divide(ctx, op, t, args):
+    b = ctx.b
+    (a, c), (x, y) = parts(b, args[0]), parts(b, args[1])
+    denominator = b.fadd(b.fmul(x, x), b.fmul(y, y))
+    re = b.fdiv(b.fadd(b.fmul(a, x), b.fmul(c, y)), denominator)
+    im = b.fdiv(b.fsub(b.fmul(c, x), b.fmul(a, y)), denominator)
+    return make_complex(b, compute_type(t), re, im)
+
+
+# Every opcode emitted here: elemental.py computes them from their operands' values.
+OPS = PRED_OPS.handled() | INTEGER_OPS.handled() | FLOAT_OPS.handled() | COMPLEX_OPS.handled()
+assert OPS <= UNARY_ELEMENTWISE | BINARY_ELEMENTWISE, OPS - (UNARY_ELEMENTWISE | BINARY_ELEMENTWISE)
+
+
+# --------------------------------------------------------------------------- compare and conversions
 
 _PREDICATES = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "<"}
 
@@ -316,7 +413,7 @@ def compare(b, x, y, t: PrimitiveType, direction: str, compare_type):
         return b.or_(b.fcmp_unordered("!=", a, p), b.fcmp_unordered("!=", c, q))
     if t.is_float:
         if compare_type == "TOTALORDER":
-            kx, ky = _total_order_key(b, x, t), _total_order_key(b, y, t)
+            kx, ky = total_order_key(b, x, t), total_order_key(b, y, t)
             return b.icmp_signed(cmp, kx, ky)
         if direction == "NE":
             return b.fcmp_unordered(cmp, x, y)
@@ -327,7 +424,7 @@ def compare(b, x, y, t: PrimitiveType, direction: str, compare_type):
     return (b.icmp_unsigned if unsigned else b.icmp_signed)(cmp, x, y)
 
 
-def _total_order_key(b, x, t):
+def total_order_key(b, x, t):
     ity = ir.IntType(x.type.width if isinstance(x.type, ir.IntType) else (64 if x.type == F64 else 32))
     bits = b.bitcast(x, ity)
     flip = b.lshr(b.ashr(bits, const(ity, ity.width - 1)), const(ity, 1))
@@ -342,7 +439,6 @@ def to_i64(b, value, t: PrimitiveType):
 
 def to_bits(b, value, t: PrimitiveType):
     """The raw storage bits of a compute value as an integer."""
-    from .types import to_storage
     stored = to_storage(b, value, t)
     if isinstance(stored.type, ir.IntType):
         return stored
@@ -350,7 +446,6 @@ def to_bits(b, value, t: PrimitiveType):
 
 
 def from_bits(b, bits, t: PrimitiveType):
-    from .types import from_storage, storage_type
     sty = storage_type(t)
     stored = bits if isinstance(sty, ir.IntType) else b.bitcast(bits, sty)
     return from_storage(b, stored, t)
@@ -393,7 +488,6 @@ def convert(b, value, frm: PrimitiveType, to: PrimitiveType):
 
 
 def _convert_complex(b, value, frm: PrimitiveType, to: PrimitiveType):
-    from ..shapes import real_type_of
     if frm.is_complex and to.is_complex:
         re, im = parts(b, value)
         part = real_type_of(frm)

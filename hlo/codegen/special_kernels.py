@@ -1,9 +1,9 @@
 """Emitters for ops that are not one value per output element: sort, topk, scatter,
-select-and-scatter, rng-bit-generator, cholesky, triangular-solve and the LAPACK
-custom-calls JAX emits.
+select-and-scatter, cholesky, triangular-solve and the LAPACK custom-calls JAX emits.
 
-EMITTERS maps an opcode to `emit(lowering, inst)` (lowering: kernels.EntryLowering);
-scratch_bytes(inst) says how much arena memory an op needs while it runs.
+Each is registered in EMITTERS (emitters.py) as `emit(lowering, inst)` (lowering:
+kernels.EntryLowering); sorts register the scratch memory they need (two index arrays).
+CUSTOM_CALLS maps a custom-call target to its emitter in the same form.
 """
 from __future__ import annotations
 
@@ -12,36 +12,14 @@ from llvmlite import ir
 from ..attributes import ScatterDims
 from ..diagnostics import error
 from ..ir import Instruction
-from ..shapes import Shape
+from ..opcodes import Op
 from ..runtime.ffi_attributes import backend_config_dict
+from ..shapes import F64 as F64_TYPE, Shape
 from . import scalar_ops
 from .buffers import leaves_of
-from .elemental import const64, major_to_minor
+from .emitters import EMITTERS
+from .function_context import const64, major_to_minor
 from .types import I1, I64, PTR, compute_type, load_element, store_element
-from ..opcodes import Op
-
-EMITTERS: dict = {}
-
-
-def emitter(*opcodes):
-    def register(fn):
-        for op in opcodes:
-            EMITTERS[op] = fn
-        return fn
-    return register
-
-
-def scratch_bytes(inst: Instruction) -> int:
-    """Working memory (bytes) the op's emitter needs: two index arrays for sorts; tables and
-    packed operands for dot and convolution (contraction.py)."""
-    if inst.opcode in ("dot", "convolution", "fusion"):
-        from .contraction import scratch_bytes as contraction_bytes
-        return contraction_bytes(inst)
-    if inst.opcode == Op.SORT:
-        return 16 * inst.operands[0].shape.dims[inst.attrs["dimensions"][0]]
-    if inst.opcode == Op.TOPK or (inst.opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_target") == "TopK"):
-        return 16 * inst.operands[0].shape.dims[-1]
-    return 0
 
 
 def _row_dims(shape: Shape, dim: int) -> list[int]:
@@ -110,7 +88,17 @@ def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-@emitter("sort")
+def _sort_scratch(inst: Instruction) -> int:
+    """Two i64 permutations of one row."""
+    return 16 * inst.operands[0].shape.dims[inst.attrs["dimensions"][0]]
+
+
+def _topk_scratch(inst: Instruction) -> int:
+    """Two i64 permutations of one row (the last dimension)."""
+    return 16 * inst.operands[0].shape.dims[-1]
+
+
+@EMITTERS.register(Op.SORT, scratch_bytes=_sort_scratch)
 def emit_sort(low, inst: Instruction) -> None:
     b, elem = low.b, low.elem
     dim = inst.attrs["dimensions"][0]
@@ -150,7 +138,7 @@ def _emit_topk(low, inst: Instruction, largest: bool) -> None:
     def key(row, position):
         v = elem.value(operand, _index_with(row, dim, position))
         if t.is_float:
-            return scalar_ops._total_order_key(b, v, t), True
+            return scalar_ops.total_order_key(b, v, t), True
         return v, t.is_signed_int
 
     def less(row, a, c):
@@ -170,12 +158,12 @@ def _emit_topk(low, inst: Instruction, largest: bool) -> None:
     merge_sort_rows(low, shape, dim, scratch, less, finish)
 
 
-@emitter("topk")
+@EMITTERS.register(Op.TOPK, scratch_bytes=_topk_scratch)
 def emit_topk(low, inst: Instruction) -> None:
     _emit_topk(low, inst, inst.attrs.get("largest", True) is not False)
 
 
-@emitter("scatter")
+@EMITTERS.register(Op.SCATTER)
 def emit_scatter(low, inst: Instruction, value=None) -> None:
     """Copy the operands to the outputs, then combine every in-bounds update window."""
     b, ctx, elem = low.b, low.ctx, low.elem
@@ -230,7 +218,7 @@ def emit_scatter(low, inst: Instruction, value=None) -> None:
                     store_element(b, v, low.pointer(out), out.shape, target)
 
 
-@emitter("select-and-scatter")
+@EMITTERS.register(Op.SELECT_AND_SCATTER)
 def emit_select_and_scatter(low, inst: Instruction) -> None:
     b, ctx, elem = low.b, low.ctx, low.elem
     operand, source, init = inst.operands
@@ -271,6 +259,18 @@ def emit_select_and_scatter(low, inst: Instruction) -> None:
             store_element(b, combined, pointer, out.shape, target)
 
 
+# custom-call target -> emit(lowering, inst); the LAPACK targets are added below.
+CUSTOM_CALLS: dict = {"TopK": lambda low, inst: _emit_topk(low, inst, True)}
+# custom-call target -> the scratch memory its emitter needs
+CUSTOM_CALL_SCRATCH: dict = {"TopK": _topk_scratch}
+
+
+def _custom_call_scratch(inst: Instruction) -> int:
+    scratch = CUSTOM_CALL_SCRATCH.get(inst.attrs.get("custom_call_target"))
+    return scratch(inst) if scratch is not None else 0
+
+
+@EMITTERS.register(Op.CUSTOM_CALL, scratch_bytes=_custom_call_scratch)
 def emit_custom_call(low, inst: Instruction) -> None:
     target = inst.attrs.get("custom_call_target")
     handler = CUSTOM_CALLS.get(target)
@@ -278,10 +278,6 @@ def emit_custom_call(low, inst: Instruction) -> None:
         raise error(f"the cpu backend does not support custom-call target '{target}' (%{inst.name})",
                     inst.loc)
     handler(low, inst)
-
-
-EMITTERS["custom-call"] = emit_custom_call
-CUSTOM_CALLS: dict = {"TopK": lambda low, inst: _emit_topk(low, inst, True)}
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -298,20 +294,14 @@ def _matrix_accessor(low, buf, batch, transposed: bool):
         return tuple(batch) + ((j, i) if transposed else (i, j))
 
     def load(i, j):
-        return scalar_ops.convert(b, load_element(b, pointer, buf.shape, position(i, j)), t, _F64_TYPE)
+        return scalar_ops.convert(b, load_element(b, pointer, buf.shape, position(i, j)), t, F64_TYPE)
 
     def store(i, j, v):
-        store_element(b, scalar_ops.convert(b, v, _F64_TYPE, t), pointer, buf.shape, position(i, j))
+        store_element(b, scalar_ops.convert(b, v, F64_TYPE, t), pointer, buf.shape, position(i, j))
 
     return load, store
 
 
-def _f64_type():
-    from ..shapes import F64
-    return F64
-
-
-_F64_TYPE = _f64_type()
 F64V = ir.DoubleType()
 
 
@@ -368,7 +358,7 @@ def emit_cholesky_into(low, source, out, lower: bool, info=None, zero_other: boo
                           info.shape, tuple(batch))
 
 
-@emitter("cholesky")
+@EMITTERS.register(Op.CHOLESKY)
 def emit_cholesky(low, inst: Instruction) -> None:
     emit_cholesky_into(low, inst.operands[0], low.a.values[id(inst)], bool(inst.attrs.get("lower", False)))
 
@@ -386,7 +376,7 @@ def emit_triangular_solve_into(low, a, rhs, out, left_side: bool, lower: bool, u
     with ctx.loop_nest(out.shape.dims[:-2]) as batch:
         def mat(i, j):
             position = tuple(batch) + ((j, i) if swapped else (i, j))
-            return scalar_ops.convert(b, elem.value(a, position), a_type, _F64_TYPE)
+            return scalar_ops.convert(b, elem.value(a, position), a_type, F64_TYPE)
 
         load_x, store_x = _matrix_accessor(low, out, batch, transposed=not left_side)
         with ctx.loop(m, "row") as step:
@@ -402,13 +392,13 @@ def emit_triangular_solve_into(low, a, rhs, out, left_side: bool, lower: bool, u
                 store_x(i, c, value)
         if alpha is not None:
             scale = scalar_ops.convert(b, elem.value(alpha, (const64(0),) * alpha.shape.rank), alpha.shape.element_type,
-                                       _F64_TYPE)
+                                       F64_TYPE)
             with ctx.loop(m, "r") as r:
                 with ctx.loop(k_count, "c") as c:
                     store_x(r, c, b.fmul(load_x(r, c), scale))
 
 
-@emitter("triangular-solve")
+@EMITTERS.register(Op.TRIANGULAR_SOLVE)
 def emit_triangular_solve(low, inst: Instruction) -> None:
     transpose = inst.attrs.get("transpose_a", "NO_TRANSPOSE") in ("TRANSPOSE", "ADJOINT")
     emit_triangular_solve_into(low, inst.operands[0], inst.operands[1], low.a.values[id(inst)],

@@ -1,4 +1,4 @@
-"""Target machines and the LLVM optimisation pipeline.
+"""Target machines, the LLVM optimisation pipeline, and object or assembly output.
 
 The host target uses llvm.get_host_cpu_name()/get_host_cpu_features(); the feature
 string gets `-prefer-256-bit` so that LLVM may use full 512-bit vectors where the
@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 
 import llvmlite.binding as llvm
+
+from .options import CodegenOptions, LoweredModule
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,3 +86,15 @@ def parse_and_optimize(llvm_ir: str, options, jit: bool = False) -> tuple[llvm.M
     ref.verify()
     optimize(ref, tm, options.opt_level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT)
     return ref, tm
+
+
+def compile_object(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> bytes:
+    """An object file for the options' target (host by default)."""
+    ref, tm = parse_and_optimize(lowered.llvm_ir, options)
+    return tm.emit_object(ref)
+
+
+def compile_assembly(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> str:
+    """The optimised code as target assembly text."""
+    ref, tm = parse_and_optimize(lowered.llvm_ir, options)
+    return tm.emit_assembly(ref)

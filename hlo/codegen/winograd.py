@@ -29,7 +29,7 @@ from llvmlite import ir
 from ..ir import Instruction
 from ..shapes import primitive_type
 from . import scalar_ops
-from .elemental import const64
+from .function_context import const64, row_major_offset
 from .types import PTR
 
 MIN_CHANNELS = 16      # fewer channels: the transforms cost more than the multiplies save
@@ -136,13 +136,6 @@ class WinogradEmitter:
     def _store(self, value, base, index, region: str = "") -> None:
         self.scopes.mark(self.b.store(value, self._at(base, index)), region)
 
-    def _linear(self, index, sizes):
-        b = self.b
-        linear = const64(0)
-        for i, size in zip(index, sizes):
-            linear = b.add(b.mul(linear, const64(size)), i)
-        return linear
-
     def _half(self, value):
         return self.b.fmul(value, ir.Constant(self.scalar, 0.5))
 
@@ -166,7 +159,7 @@ class WinogradEmitter:
             value = scalar_ops.convert(b, elem.value(lhs, tuple(logical)), lhs.shape.element_type,
                                        primitive_type(self.scalar_name))
             value = b.select(inside, value, ir.Constant(self.scalar, 0.0))
-            self._store(value, padded, self._linear((n, y, x, c), sizes))
+            self._store(value, padded, row_major_offset(b, (n, y, x, c), sizes))
 
     def tile_position(self, s: WinogradShape, tile):
         """(n, ty, tx) of a linear tile number."""
@@ -183,8 +176,9 @@ class WinogradEmitter:
             n, ty, tx = self.tile_position(s, b.add(first, local))
             y0, x0 = b.mul(ty, const64(2)), b.mul(tx, const64(2))
             with ctx.loop(s.channels, "wc") as c:
-                d = [[self._load(padded, self._linear((n, b.add(y0, const64(i)), b.add(x0, const64(j)), c), psizes),
-                                 "padded") for j in range(4)] for i in range(4)]
+                d = [[self._load(padded, row_major_offset(b, (n, b.add(y0, const64(i)), b.add(x0, const64(j)), c),
+                                                          psizes), "padded")
+                      for j in range(4)] for i in range(4)]
                 rows = _bt_rows(b, d)                                              # B^T d
                 cols = _bt_rows(b, [[rows[k][j] for k in range(4)] for j in range(4)])  # cols[l][k] = (B^T d B)[k][l]
                 for k in range(4):
@@ -261,7 +255,7 @@ class WinogradEmitter:
                         inside = b.and_(b.icmp_signed("<", yy, const64(s.out_h)),
                                         b.icmp_signed("<", xx, const64(s.out_w)))
                         with ctx.if_then(inside, "wout"):
-                            self._store(y[j][i], out, self._linear((n, yy, xx, o), osizes), "out")
+                            self._store(y[j][i], out, row_major_offset(b, (n, yy, xx, o), osizes), "out")
 
 
 class _Scopes:

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hlo import HloError, parse_module
-from hlo.codegen import CodegenOptions, JitExecutable, LoweredModule, lower_module
+from hlo.codegen import EMITTERS, CodegenOptions, JitExecutable, LoweredModule, lower_module
 from hlo.interpreter import run
+from hlo.opcodes import Op
 
 RAW = CodegenOptions(run_pipeline=False)
 
@@ -691,6 +692,15 @@ def test_unsupported_op_is_a_located_compile_error():
         JitExecutable(parse_module(text, "bad.hlo"), RAW)
     message = str(info.value)
     assert "reduce-precision" in message and "bad.hlo:4:" in message
+
+
+def test_an_opcode_the_backend_does_not_compile_says_why():
+    text = ("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT r = f32[4] rng(a, b), distribution=rng_uniform\n}\n")
+    with pytest.raises(HloError) as info:
+        lower_module(parse_module(text, "bad.hlo"), RAW)
+    message = str(info.value)
+    assert "'rng'" in message and "bad.hlo:5:" in message and EMITTERS.reason(Op.RNG) in message
 
 
 def test_unsupported_element_type_is_a_located_compile_error():

@@ -4,7 +4,7 @@ import pytest
 
 from hlo import parse_module
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
-from hlo.codegen.buffers import assign_buffers, leaves_of, resolve
+from hlo.codegen.buffers import BufferKind, assign_buffers, leaves_of, resolve
 from hlo.interpreter import run
 
 RAW = CodegenOptions(run_pipeline=False)
@@ -43,7 +43,7 @@ ENTRY e {
     module = parse_module(text, "s.hlo")
     assignment = assign_buffers(module)
     arena = {id(resolve(b)): resolve(b) for v in assignment.values.values() for b in leaves_of(v)
-             if resolve(b).kind == "arena"}
+             if resolve(b).kind is BufferKind.ARENA}
     assert assignment.temp_bytes < sum(-(-b.size // 64) * 64 for b in arena.values())
     compiled_equals_interpreter(text, np.arange(64, dtype=np.float32))
 

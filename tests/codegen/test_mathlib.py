@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llvmlite import ir
 
-from hlo.codegen import mathlib
+from hlo.codegen import mathlib, scalar_ops
 from hlo.opcodes import lookup
+
+# The measurement (JIT kernels, references, sweeps, ulp errors) is the accuracy benchmark's.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import math_accuracy as measurement  # noqa: E402
 
 DTYPES = ("float32", "float64")
 INF, NAN = math.inf, math.nan
@@ -26,7 +32,7 @@ CASES = [(name, dtype) for name in mathlib.FUNCTIONS for dtype in DTYPES]
 
 @pytest.fixture(scope="module")
 def kernels():
-    return mathlib.MathKernels(CASES)
+    return measurement.MathKernels(CASES)
 
 
 def _ids(case):
@@ -45,7 +51,7 @@ def test_error_within_documented_bound(kernels, case):
     name, dtype = case
     _needs_long_double_reference(dtype)
     points = 200_000 if dtype == "float32" else 100_000
-    err, worst = mathlib.measure(kernels, name, dtype, points, seed=7)
+    err, worst = measurement.measure(kernels, name, dtype, points, seed=7)
     bound = mathlib.ACCURACY[case].max_ulp
     assert err <= bound, f"{name} {dtype}: {err:.3f} ulp > {bound} at {worst}"
 
@@ -56,7 +62,7 @@ def test_error_within_documented_bound_full_sweep(kernels, case):
     name, dtype = case
     _needs_long_double_reference(dtype)
     points = 4_000_000 if dtype == "float32" else 1_000_000
-    err, worst = mathlib.measure(kernels, name, dtype, points, seed=2024)
+    err, worst = measurement.measure(kernels, name, dtype, points, seed=2024)
     bound = mathlib.ACCURACY[case].max_ulp
     assert err <= bound, f"{name} {dtype}: {err:.3f} ulp > {bound} at {worst}"
 
@@ -72,7 +78,7 @@ def test_ulp_error_measure():
     ref = np.array([1.0, 1.0, 0.0, 3.0e38, np.inf, np.nan, 1.0], dtype=np.float64)
     got = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), 2 ** -149, np.inf, np.inf, np.nan, np.nan],
                    dtype=np.float32)
-    err = mathlib.ulp_errors(got, ref, "float32")
+    err = measurement.ulp_errors(got, ref, "float32")
     assert err[0] == 0 and err[1] == 1 and err[2] == 1  # ulp above 1 is 2^-23; below 2^-126, 2^-149
     assert 0 < err[3] < np.inf and err[4] == 0 and err[5] == 0 and err[6] == np.inf
 
@@ -249,7 +255,7 @@ def test_loops_calling_each_function_vectorise(kernels, dtype):
     bodies = _function_bodies(kernels.optimized_ir)
     elem = "float" if dtype == "float32" else "double"
     for name in mathlib.FUNCTIONS:
-        body = bodies[mathlib.kernel_name(name, dtype)]
+        body = bodies[measurement.kernel_name(name, dtype)]
         widths = {int(n) for n in re.findall(rf"<(\d+) x {elem}>", body)}
         assert widths and max(widths) >= 2, f"{name} {dtype}: no vector code"
         calls = set(re.findall(r"call [^@]*@\"?([\w.]+)", body))
@@ -276,7 +282,7 @@ def test_vector_typed_emission_matches_scalar(kernels, dtype):
         args = [b.load(p, align=align) for p in fn.args[:arity]]
         b.store(mathlib.FUNCTIONS[name](b, *args), fn.args[arity], align=align)
         b.ret_void()
-    tm = mathlib._target_machine()
+    tm = measurement._target_machine()
     ref = llvm.parse_assembly(str(module))
     ref.verify()
     engine = llvm.create_mcjit_compiler(ref, tm)
@@ -316,7 +322,7 @@ def test_unsupported_types_are_rejected():
 
 
 def test_opcode_names_are_hlo_opcodes():
-    for opcode, name in mathlib.OPCODE_FUNCTIONS.items():
+    for opcode, name in scalar_ops.MATHLIB_FUNCTIONS.items():
         assert lookup(opcode) is not None and name in mathlib.FUNCTIONS
 
 
@@ -357,7 +363,7 @@ def _helper_kernels(dtype):
     loop("frexp", [elem, elem, int_ty], frexp_body)
     loop("ldexp", [elem, int_ty, elem], ldexp_body)
     ref = llvm.parse_assembly(str(module))
-    engine = llvm.create_mcjit_compiler(ref, mathlib._target_machine())
+    engine = llvm.create_mcjit_compiler(ref, measurement._target_machine())
     engine.finalize_object()
     return engine
 

@@ -1,0 +1,76 @@
+"""EMITTERS: the code generator of every opcode the backend compiles, and why it does not compile the rest.
+
+An emitter is `emit(lowering, inst)` (lowering: kernels.EntryLowering): it writes the
+instruction's value into its buffers. Each is registered beside its definition
+(kernels.py, special_kernels.py); every op that has an element generator (elemental.py)
+and no emitter of its own is one loop nest over its output (kernels.emit_loop).
+A registration may carry details:
+
+    scratch_bytes=fn(inst) -> int   working memory the emitter needs while it runs
+                                    (buffers.py reserves it in the temp arena)
+    expanded_by="pass-name"         the op is compiled through that pass's expansion into
+                                    simpler HLO, which lowering.prepare runs first
+
+`unsupported` records the opcodes the backend deliberately does not compile, with the
+reason users see in the error (docs/ARCHITECTURE.md lists them).
+"""
+from __future__ import annotations
+
+from ..diagnostics import HloError, error
+from ..ir import Instruction
+from ..opcodes import Category, Op, ops_in
+from ..registry import OpRegistry
+
+EMITTERS = OpRegistry("code generator")
+
+
+def unsupported_error(inst: Instruction) -> HloError:
+    """The located error for an instruction the backend does not compile."""
+    reason = EMITTERS.reason(inst.opcode)
+    detail = f": {reason}" if reason else ""
+    return error(f"the cpu backend does not support '{inst.opcode}' (%{inst.name}){detail}", inst.loc)
+
+
+# --------------------------------------------------------------------------- compiled after an expansion
+
+@EMITTERS.register(Op.BATCH_NORM_TRAINING, Op.BATCH_NORM_INFERENCE, Op.BATCH_NORM_GRAD,
+                   expanded_by="batchnorm-expander")
+@EMITTERS.register(Op.RNG_BIT_GENERATOR, expanded_by="rng-bit-generator-expander")
+def emit_unexpanded(lowering, inst: Instruction) -> None:
+    """Reached only when the expander pass is not available: it would have rewritten inst."""
+    expander = EMITTERS.details(inst.opcode)["expanded_by"]
+    raise error(f"the cpu backend compiles '{inst.opcode}' through the {expander} pass, which is not "
+                f"available (%{inst.name})", inst.loc)
+
+
+def expander_passes(opcodes) -> list[str]:
+    """The passes that rewrite these opcodes first, in a fixed order."""
+    return sorted({EMITTERS.details(op)["expanded_by"] for op in opcodes if "expanded_by" in EMITTERS.details(op)})
+
+
+# --------------------------------------------------------------------------- not compiled
+
+EMITTERS.unsupported(ops_in(Category.COLLECTIVE), Op.REPLICA_ID, Op.PARTITION_ID,
+                     reason="not compiled, because compiled code runs on one device "
+                            "(the interpreter runs collectives over several)")
+EMITTERS.unsupported(Op.INFEED, Op.OUTFEED, Op.SEND, Op.SEND_DONE, Op.RECV, Op.RECV_DONE,
+                     reason="not compiled, because compiled code has no host queues or channels")
+EMITTERS.unsupported(Op.AFTER_ALL, Op.ADD_DEPENDENCY,
+                     reason="not compiled, because compiled code has no tokens: it runs its side effects in order")
+EMITTERS.unsupported(Op.RNG, Op.RNG_GET_AND_UPDATE_STATE,
+                     reason="not compiled, because compiled code keeps no random number state")
+EMITTERS.unsupported(Op.DOMAIN,
+                     reason="not compiled, because sharding domains belong to programs split over devices")
+EMITTERS.unsupported(Op.OPT_BARRIER,
+                     reason="not compiled, because the default pipeline's optimization-barrier-expander "
+                            "removes it first")
+EMITTERS.unsupported(Op.DYNAMIC_RESHAPE, Op.GET_DIMENSION_SIZE, Op.SET_DIMENSION_SIZE,
+                     reason="not compiled, because compiled code has static shapes only")
+EMITTERS.unsupported(ops_in(Category.ASYNC),
+                     reason="not compiled, because compiled code runs one instruction at a time "
+                            "(no asynchronous wrappers)")
+EMITTERS.unsupported(Op.RAGGED_DOT, Op.SCALED_DOT, Op.SCAN,
+                     reason="not compiled, because it is not implemented yet (the interpreter runs it)")
+EMITTERS.unsupported(Op.REDUCE_PRECISION, Op.STOCHASTIC_CONVERT,
+                     reason="not compiled, because its rounding is not implemented yet "
+                            "(the interpreter runs it)")

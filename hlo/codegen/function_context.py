@@ -1,0 +1,151 @@
+"""The LLVM function being emitted: its builder, an alloca block, loops and the memo of values.
+
+Values computed inside an inner loop or branch must not be reused after it, so the memo
+of computed values (elemental.py) is a stack of scopes: every loop, branch and scalar
+computation pushes one (`scope()`).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable
+
+from llvmlite import ir
+
+from ..shapes import Shape
+from .types import I64
+
+
+def const64(v: int):
+    return ir.Constant(I64, int(v))
+
+
+def major_to_minor(shape: Shape) -> list[int]:
+    return list(reversed(shape.minor_to_major()))
+
+
+def row_major_offset(b: ir.IRBuilder, index, sizes) -> ir.Value:
+    """The linear position of `index` in a row-major array of `sizes` (i64)."""
+    linear = const64(0)
+    for i, size in zip(index, sizes):
+        linear = b.add(b.mul(linear, const64(size)), i)
+    return linear
+
+
+class FunctionContext:
+    """The function being emitted: its builder, an alloca block, loop helpers and the memo."""
+
+    def __init__(self, module: ir.Module, function: ir.Function):
+        self.module = module
+        self.function = function
+        self.alloca_block = function.append_basic_block("allocas")
+        start = function.append_basic_block("start")
+        self.b = ir.IRBuilder(start)
+        self.alloca_builder = ir.IRBuilder(self.alloca_block)
+        self.start_block = start
+        self.memo_scopes: list[dict] = [{}]
+        self.globals: dict = {}
+        # > 0 while emitting a reduction's combiner: float adds/multiplies may be
+        # reassociated, which lets LLVM keep several (vector) accumulators.
+        self.reassociate = 0
+
+    def finish(self) -> None:
+        self.alloca_builder.branch(self.start_block)
+
+    def alloca(self, ty: ir.Type, name: str = "acc"):
+        return self.alloca_builder.alloca(ty, name=name)
+
+    # -- memo
+    @contextmanager
+    def scope(self):
+        """A memo scope: values computed inside are forgotten at its end."""
+        self.memo_scopes.append({})
+        try:
+            yield
+        finally:
+            self.memo_scopes.pop()
+
+    def memo_get(self, key):
+        for scope in reversed(self.memo_scopes):
+            if key in scope:
+                return scope[key]
+        return None
+
+    def memo_put(self, key, value) -> None:
+        self.memo_scopes[-1][key] = value
+
+    # -- control flow
+    def _blocks(self, name: str, *parts: str) -> list:
+        return [self.function.append_basic_block(f"{name}.{part}") for part in parts]
+
+    def _enter_loop(self, name: str):
+        """The header, body and exit blocks of a loop, positioned at the header."""
+        header, body, done = self._blocks(name, "header", "body", "done")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        return header, body, done
+
+    def _close_loop(self, header, done) -> None:
+        self.b.branch(header)
+        self.b.position_at_end(done)
+
+    @contextmanager
+    def loop(self, count, name: str = "i", start=None, step: int = 1):
+        """for (i = start; i < count; i += step): yields i (i64) inside the body."""
+        b = self.b
+        count = count if isinstance(count, ir.Value) else const64(count)
+        start = const64(0) if start is None else (start if isinstance(start, ir.Value) else const64(start))
+        pre = b.block
+        header, body, done = self._enter_loop(name)
+        index = b.phi(I64, name=name)
+        index.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", index, count), body, done)
+        b.position_at_end(body)
+        with self.scope():
+            yield index
+        index.add_incoming(b.add(index, const64(step), flags=["nsw"]), b.block)
+        self._close_loop(header, done)
+
+    @contextmanager
+    def while_loop(self, condition: Callable[[], ir.Value], name: str = "while"):
+        """while (condition()) { body }: condition is emitted in the loop header."""
+        header, body, done = self._enter_loop(name)
+        with self.scope():
+            self.b.cbranch(condition(), body, done)
+            self.b.position_at_end(body)
+            yield
+        self._close_loop(header, done)
+
+    @contextmanager
+    def if_then(self, condition, name: str = "if"):
+        b = self.b
+        then, done = self._blocks(name, "then", "done")
+        b.cbranch(condition, then, done)
+        b.position_at_end(then)
+        with self.scope():
+            yield
+        b.branch(done)
+        b.position_at_end(done)
+
+    def loop_nest(self, dims, order=None):
+        """Nested loops over dims (outermost first in `order`, default 0..n-1); a context manager."""
+        return _LoopNest(self, dims, order)
+
+
+class _LoopNest:
+    def __init__(self, ctx: FunctionContext, dims, order):
+        self.ctx, self.dims = ctx, list(dims)
+        self.order = list(order) if order is not None else list(range(len(self.dims)))
+        self.stack = []
+
+    def __enter__(self):
+        index = [const64(0)] * len(self.dims)
+        for d in self.order:
+            cm = self.ctx.loop(self.dims[d], name=f"d{d}")
+            index[d] = cm.__enter__()
+            self.stack.append(cm)
+        return tuple(index)
+
+    def __exit__(self, *exc):
+        for cm in reversed(self.stack):
+            cm.__exit__(*exc)
+        return False
