@@ -21,7 +21,8 @@ def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), nam
 
 
 def prepare(module: Module, options: CodegenOptions) -> Module:
-    """A copy of the module, optimised by the default pipeline when asked."""
+    """A copy of the module, optimised by the default pipeline when asked, whose buffers have
+    one layout on both sides of every boundary (layout-assignment, always last)."""
     copy = parse_module(format_module(module), module.name)
     _keep_locations(module, copy)
     if options.run_pipeline:
@@ -32,6 +33,7 @@ def prepare(module: Module, options: CodegenOptions) -> Module:
         expanders = [p for p in expander_passes(opcodes) if p in available_passes()]
         if expanders:
             run_pipeline(copy, ",".join(expanders))
+    run_pipeline(copy, "layout-assignment")
     return copy
 
 
