@@ -1,4 +1,5 @@
-"""Sorting kernels of the interpreter: `sort` with an arbitrary comparator, and `topk`.
+"""The sorting family: `sort` with an arbitrary comparator, and `topk` (kernels and handlers;
+`topk` also serves XLA:CPU's "TopK" custom-call target).
 
 `sort` never looks inside the comparator (JAX emits comparators with TOTALORDER bit
 tricks, multi-key tie breaks, ...); it only calls it, vectorised over many pairs:
@@ -22,7 +23,11 @@ from typing import Sequence
 import ml_dtypes
 import numpy as np
 
+from ..opcodes import Op
 from .combiner import Combiner
+from .control import register_custom_call
+from .handlers import HANDLERS
+from .values import as_tuple_if
 
 # Rank counting compares rows * n * n pairs in one call; beyond this, merge sort wins.
 _ALL_PAIRS_LIMIT = 1 << 18
@@ -204,3 +209,32 @@ def topk(operand: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray,
     order = np.argsort(key, axis=-1, kind="stable")[..., :k]
     values = np.take_along_axis(operand, order, axis=-1)
     return values, order.astype(np.int32)
+
+
+# --------------------------------------------------------------------------- handlers
+
+@HANDLERS.register(Op.SORT, pure_if_callees_are=True)
+def run_sort(ev, inst, ops):
+    results = sort(list(ops), inst.attrs["dimensions"][0], ev.combiner(inst.attrs["to_apply"]),
+                   inst.attrs.get("is_stable", False))
+    return as_tuple_if(inst.shape, results)
+
+
+@HANDLERS.register(Op.TOPK)
+def run_topk(ev, inst, ops):
+    return topk(ops[0], inst.attrs["k"], inst.attrs.get("largest", True))
+
+
+def _topk_custom_call(ev, inst, ops):
+    """XLA:CPU's "TopK" target: (values, s32 indices) of the k largest along the last dim."""
+    if not inst.shape.is_tuple or len(inst.shape.tuple_shapes) != 2 or len(ops) != 1:
+        raise ValueError("TopK takes one operand and returns a (values, indices) tuple")
+    k = inst.shape.tuple_shapes[0].dims[-1]
+    largest = True
+    comps = inst.attrs.get("called_computations") or ()
+    if comps and comps[0].root.opcode == Op.COMPARE:
+        largest = comps[0].root.attrs.get("direction") in ("GT", "GE")
+    return topk(ops[0], k, largest)
+
+
+register_custom_call("TopK", _topk_custom_call)
