@@ -1,4 +1,4 @@
-"""The elementwise family: the handlers of every elementwise op, and the compare, select and clamp kernels.
+"""The elementwise family: every elementwise op's handler; the compare, select and clamp kernels.
 
 The kernels compute XLA's semantics for every element type: the arithmetic ops' are in
 arithmetic.py (UNARY and BINARY, with the decisions taken), convert and friends' in

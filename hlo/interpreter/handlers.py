@@ -8,7 +8,7 @@ definitions:
 
     @HANDLERS.register(Op.RESHAPE)
     @written_as(_write_reshape, gives_array=True)
-    def reshape(ev, inst, ops): ...
+    def run_reshape(ev, inst, ops): ...
 
 Details given at registration tell the plan builder (plans.py) how to treat the op:
     inline=True               the handler runs its one called computation on the operands:

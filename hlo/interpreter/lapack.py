@@ -21,7 +21,7 @@ from ..runtime.ffi_attributes import backend_config_dict, lapack_char_option
 from .control import register_custom_call
 from .linalg import (check_matrices, cholesky_lower_with_info, conj_t, flat_batch, hermitian_from_triangle,
                      real_dtype, triangle_mask, triangular_solve, work_dtype)
-from .values import as_tuple_if
+from .values import as_tuple_if, scalar_int
 
 # --------------------------------------------------------------------------------------
 # LAPACK routines on logical, batched matrices
@@ -270,10 +270,6 @@ def _check_operands(target: str, operands: Sequence[np.ndarray], counts: tuple[i
                              f"{np.asarray(operands[pos]).dtype}, expected {dtype}")
 
 
-def _scalar(value) -> int:
-    return int(np.asarray(value).reshape(-1)[0])
-
-
 def _potrf_ffi(operands, result_specs, backend_config, frontend_attributes, *, dtype, target):
     _check_operands(target, operands, (1,), dtype, (0,))
     uplo = lapack_char_option(backend_config_dict(backend_config), "uplo", "LU", target)
@@ -342,13 +338,13 @@ def _gesdd_ffi(operands, result_specs, backend_config, frontend_attributes, *, d
 
 def _legacy_potrf(operands, result_specs, backend_config, frontend_attributes, *, dtype, target):
     _check_operands(target, operands, (4,), dtype, (3,))
-    return _fit_results(target, potrf(np.asarray(operands[3]), bool(_scalar(operands[0]))),
+    return _fit_results(target, potrf(np.asarray(operands[3]), bool(scalar_int(operands[0]))),
                         result_specs)
 
 
 def _legacy_trsm(operands, result_specs, backend_config, frontend_attributes, *, dtype, target):
     _check_operands(target, operands, (10,), dtype, (8, 9))
-    left, lower, trans, unit = (_scalar(operands[i]) for i in range(4))
+    left, lower, trans, unit = (scalar_int(operands[i]) for i in range(4))
     if trans not in (0, 1, 2):
         raise ValueError(f"{target}: trans_a must be 0, 1 or 2, got {trans}")
     return _trsm(target, np.asarray(operands[8]), np.asarray(operands[9]), operands[7],
@@ -375,13 +371,13 @@ def _legacy_orgqr(operands, result_specs, backend_config, frontend_attributes, *
 
 def _legacy_syevd(operands, result_specs, backend_config, frontend_attributes, *, dtype, target):
     _check_operands(target, operands, (4,), dtype, (3,))
-    return _fit_results(target, symmetric_eigh(np.asarray(operands[3]), bool(_scalar(operands[0]))),
+    return _fit_results(target, symmetric_eigh(np.asarray(operands[3]), bool(scalar_int(operands[0]))),
                         result_specs)
 
 
 def _legacy_gesdd(operands, result_specs, backend_config, frontend_attributes, *, dtype, target):
     _check_operands(target, operands, (7,), dtype, (6,))
-    full, compute_uv = bool(_scalar(operands[0])), bool(_scalar(operands[1]))
+    full, compute_uv = bool(scalar_int(operands[0])), bool(scalar_int(operands[1]))
     a = np.asarray(operands[6])
     s, u, vt, info = svd_gesdd(a, ("A" if full else "S") if compute_uv else "N")
     return _fit_results(target, [a, s, u, vt, info], result_specs)

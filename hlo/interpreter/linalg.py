@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from ..opcodes import Op
 from .handlers import HANDLERS
+from .numerics import is_float_like
 
 # --------------------------------------------------------------------------------------
 # dtype helpers
@@ -33,24 +33,12 @@ _LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
                   np.dtype(np.complex64), np.dtype(np.complex128))
 
 
-def _is_float_like(dtype: np.dtype) -> bool:
-    """True for numpy floats and the ml_dtypes float types (bf16, f8, f4)."""
-    if dtype.kind == "f":
-        return True
-    # ml_dtypes floats report kind 'V'; only they are recognised by ml_dtypes.finfo.
-    try:
-        ml_dtypes.finfo(dtype)
-    except (TypeError, ValueError):
-        return False
-    return dtype.kind == "V"
-
-
 def work_dtype(dtype: np.dtype, what: str) -> np.dtype:
     """The dtype a floating/complex kernel computes in: narrow floats widen to f32."""
     dtype = np.dtype(dtype)
     if dtype in _LAPACK_DTYPES:
         return dtype
-    if _is_float_like(dtype):
+    if is_float_like(dtype):
         return np.dtype(np.float32)
     raise ValueError(f"{what}: element type {dtype} is not a floating-point or complex type")
 

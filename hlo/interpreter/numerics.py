@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Callable, Union
 
+import ml_dtypes
 import numpy as np
 
 from ..shapes import PrimitiveType, primitive_type, type_of_dtype
@@ -62,6 +63,20 @@ def check_result(what: str, expected: PrimitiveType, result_type: TypeLike) -> N
 
 def undefined_for(what: str, t: PrimitiveType) -> ValueError:
     return ValueError(f"{what} is not defined for element type {t.name}")
+
+
+def is_float_like(dtype: np.dtype) -> bool:
+    """True for numpy floats and the ml_dtypes float types (bf16, f8, f4)."""
+    if dtype.kind == "f":
+        return True
+    # ml_dtypes floats report kind 'V'; only they are recognised by ml_dtypes.finfo.
+    if dtype.kind != "V":
+        return False
+    try:
+        ml_dtypes.finfo(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- bit patterns

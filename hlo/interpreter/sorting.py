@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from ..opcodes import Op
 from .combiner import Combiner
 from .control import register_custom_call
 from .handlers import HANDLERS
+from .numerics import is_float_like
 from .values import as_tuple_if
 
 # Rank counting compares rows * n * n pairs in one call; beyond this, merge sort wins.
@@ -169,7 +169,7 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
         return x.astype(np.uint8)
     if x.dtype.kind == "c":
         raise ValueError(f"no total order for complex type {x.dtype}")
-    if x.dtype.kind == "f" or _is_ml_float(x.dtype):
+    if is_float_like(x.dtype):
         bits = x.astype(np.float64).view(np.int64)
         # Negative floats order backwards: flip their magnitude bits.
         return np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
@@ -179,17 +179,6 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
         return x.astype(np.int64)
     except (TypeError, ValueError):
         raise ValueError(f"no total order for type {x.dtype}") from None
-
-
-def _is_ml_float(dtype: np.dtype) -> bool:
-    """True for the ml_dtypes floating types (bf16, f8*, f4*), which have kind 'V'."""
-    if dtype.kind != "V":
-        return False
-    try:
-        ml_dtypes.finfo(dtype)
-    except (ValueError, TypeError):
-        return False
-    return True
 
 
 def topk(operand: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:

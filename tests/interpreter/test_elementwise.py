@@ -639,8 +639,9 @@ def test_bitcast_convert_round_trips(pair, seed, n):
         raw = rng.integers(0, 256, size=int(np.prod(shape)) * a.bits // 8, dtype=np.uint8)
         x = raw.view(a.dtype).reshape(shape)
     else:
-        x = numerics.from_bit_patterns(rng.integers(0, 2**63, size=shape, dtype=np.uint64) * 2 + rng.integers(0, 2, size=shape,
-                                                                                                 dtype=np.uint64), a)
+        patterns = (rng.integers(0, 2**63, size=shape, dtype=np.uint64) * 2
+                    + rng.integers(0, 2, size=shape, dtype=np.uint64))
+        x = numerics.from_bit_patterns(patterns, a)
     y = bitcast_convert(x, a, b)
     back = bitcast_convert(y, b, a)
     assert back.shape == x.shape and back.dtype == x.dtype

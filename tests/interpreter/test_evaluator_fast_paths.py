@@ -8,7 +8,7 @@ from hypothesis.extra import numpy as hnp
 from hlo import parse_module
 from hlo.attributes import DotDims
 from hlo.diagnostics import HloError
-from hlo.interpreter import arithmetic, linear, windows
+from hlo.interpreter import Evaluator, arithmetic, linear, windows
 from hlo.interpreter.combiner import Combiner
 from hlo.interpreter.data_movement import bitcast
 from hlo.interpreter.elementwise import (
@@ -18,7 +18,6 @@ from hlo.interpreter.elementwise import (
     extremum_given,
     run_unary,
 )
-from hlo.interpreter.evaluator import Evaluator
 from hlo.interpreter.linear import _matmul_form
 from hlo.interpreter.values import broadcast_view
 from hlo.interpreter.windows import _ufunc_reduce
