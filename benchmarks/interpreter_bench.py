@@ -30,7 +30,7 @@ except ImportError:  # not installed: use the checkout this script is in
     sys.path.insert(0, str(ROOT))
 
 from hlo import parse_module  # noqa: E402
-from hlo.interpreter.evaluator import Evaluator  # noqa: E402
+from hlo.interpreter import Evaluator  # noqa: E402
 
 TARGET_RATIO = 1.3
 

@@ -12,7 +12,7 @@ import numpy as np
 from hlo.analysis.loading import load_module
 from hlo.diagnostics import error
 from hlo.runtime import values_io
-from hlo.interpreter.evaluator import new_plans, run_devices
+from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
 from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 

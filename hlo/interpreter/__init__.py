@@ -9,18 +9,28 @@ replicas x partitions > 1, one such list per device (device d = replica
 d // partitions, partition d % partitions). `Evaluator` gives finer control
 (profiling, outfeed, calling single computations); `run_devices` runs several
 devices and returns their evaluators.
+
+Every opcode's handler is in `HANDLERS` (or recorded there as unsupported, with the
+reason): the family modules below register theirs on import.
 """
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..analysis.loading import load_module
 from ..ir import Module
-from .evaluator import (CUSTOM_CALL_TARGETS, TOKEN, Evaluator, Token, check_arguments,
-                        register_custom_call, run_devices)
 from ..runtime.values_io import array_leaves, to_storage
+# The family modules: each registers its handlers in HANDLERS when imported.
+from . import (collectives, control, data_movement, elementwise, indexing, lapack, linalg,  # noqa: F401
+               linear, rng, sorting, transfers, windows)
+from .control import CUSTOM_CALL_TARGETS, register_custom_call
+from .evaluator import Evaluator, run_devices
+from .handlers import HANDLERS
+from .plans import new_plans
+from .values import check_arguments
 
-__all__ = ["run", "Evaluator", "run_devices", "register_custom_call", "CUSTOM_CALL_TARGETS",
-           "Token", "TOKEN", "check_arguments"]
+__all__ = ["run", "Evaluator", "run_devices", "new_plans", "register_custom_call", "CUSTOM_CALL_TARGETS",
+           "HANDLERS", "check_arguments"]
 
 
 def run(module_or_text, *arrays, replicas: Optional[int] = None, partitions: Optional[int] = None,
@@ -58,5 +68,4 @@ def _as_module(module_or_text) -> Module:
     written wrong would otherwise give a wrong answer instead of an error."""
     if isinstance(module_or_text, Module):
         return module_or_text
-    from ..analysis.loading import load_module
     return load_module(module_or_text, "<module>")

@@ -1,4 +1,5 @@
-"""Collectives across several simulated devices (replicas x partitions) in one process.
+"""The collectives family: collectives across several simulated devices (replicas x
+partitions) in one process, their handlers, and replica-id / partition-id.
 
 The evaluator runs every device of an SPMD program in its own thread. When a thread
 reaches a collective it calls its `DeviceView` (one per device, obtained from a shared
@@ -36,6 +37,13 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
+
+from ..attributes import ReplicaGroups
+from ..diagnostics import error
+from ..opcodes import Op
+from ..shapes import Shape
+from .handlers import HANDLERS
+from .values import Value, async_start_value
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 
@@ -614,3 +622,111 @@ def _check_rows(ctx, members, sender, receiver, start, size, dest, input_rows, o
     if dest < 0 or dest + size > output_rows:
         raise ValueError(f"{where}: output rows [{dest}, {dest + size}) outside the output's "
                          f"{output_rows} rows")
+
+
+# --------------------------------------------------------------------------- handlers
+
+HANDLERS.unsupported(Op.COLLECTIVE_REDUCE, reason="collective-reduce has no public semantics")
+
+
+@HANDLERS.register(Op.REPLICA_ID)
+def run_replica_id(ev, inst, ops):
+    return np.array(ev.device.replica_id, dtype=np.uint32)
+
+
+@HANDLERS.register(Op.PARTITION_ID)
+def run_partition_id(ev, inst, ops):
+    return np.array(ev.device.partition_id, dtype=np.uint32)
+
+
+def _replica_groups(value) -> Optional[ReplicaGroups]:
+    if value is None or (isinstance(value, ReplicaGroups) and not value.groups):
+        return None
+    if isinstance(value, ReplicaGroups):
+        return value
+    return ReplicaGroups(tuple(tuple(g) for g in value)) if value else None
+
+
+def _collective_args(inst):
+    """(replica groups, channel id, use_global_device_ids) of a collective."""
+    a = inst.attrs
+    return _replica_groups(a.get("replica_groups")), a.get("channel_id"), a.get("use_global_device_ids", False)
+
+
+def _collective_start_value(shape: Shape, operands: Sequence, results: Sequence) -> Value:
+    """all-gather-start / collective-permute-start: (operand(s), result(s), context...)."""
+    if not shape.is_tuple:
+        return results[0]
+    ops_value = tuple(operands) if len(operands) > 1 else operands[0]
+    res_value = tuple(results) if len(results) > 1 else results[0]
+    return async_start_value(shape, ops_value, res_value)
+
+
+@HANDLERS.register(Op.ALL_REDUCE, Op.ALL_REDUCE_START)
+def run_all_reduce(ev, inst, ops):
+    groups, channel, global_ids = _collective_args(inst)
+    results = ev.device.all_reduce(list(ops), groups, channel, global_ids, ev.combiner(inst.attrs["to_apply"]))
+    return tuple(results) if len(ops) > 1 or inst.shape.is_tuple else results[0]
+
+
+@HANDLERS.register(Op.ALL_GATHER, Op.ALL_GATHER_START)
+def run_all_gather(ev, inst, ops):
+    groups, channel, global_ids = _collective_args(inst)
+    results = ev.device.all_gather(list(ops), inst.attrs["dimensions"][0], groups, channel, global_ids)
+    if inst.opcode == Op.ALL_GATHER_START:
+        return _collective_start_value(inst.shape, ops, results)
+    return tuple(results) if inst.shape.is_tuple else results[0]
+
+
+@HANDLERS.register(Op.REDUCE_SCATTER)
+def run_reduce_scatter(ev, inst, ops):
+    groups, channel, global_ids = _collective_args(inst)
+    results = ev.device.reduce_scatter(list(ops), inst.attrs["dimensions"][0], groups, channel,
+                                       global_ids, ev.combiner(inst.attrs["to_apply"]))
+    return tuple(results) if inst.shape.is_tuple else results[0]
+
+
+@HANDLERS.register(Op.ALL_TO_ALL)
+def run_all_to_all(ev, inst, ops):
+    groups, channel, _ = _collective_args(inst)
+    dims = inst.attrs.get("dimensions")
+    split = dims[0] if dims else None
+    results = ev.device.all_to_all(list(ops), split, groups, channel)
+    return tuple(results) if inst.shape.is_tuple else results[0]
+
+
+@HANDLERS.register(Op.RAGGED_ALL_TO_ALL)
+def run_ragged_all_to_all(ev, inst, ops):
+    groups, channel, _ = _collective_args(inst)
+    return ev.device.ragged_all_to_all(*ops, groups, channel)
+
+
+@HANDLERS.register(Op.COLLECTIVE_BROADCAST)
+def run_collective_broadcast(ev, inst, ops):
+    groups, channel, _ = _collective_args(inst)
+    results = ev.device.collective_broadcast(list(ops), groups, channel)
+    return tuple(results) if inst.shape.is_tuple else results[0]
+
+
+@HANDLERS.register(Op.COLLECTIVE_PERMUTE, Op.COLLECTIVE_PERMUTE_START)
+def run_collective_permute(ev, inst, ops):
+    if inst.attrs.get("slice_sizes"):
+        raise error(f"{inst.opcode} with slice_sizes (in-place form) is not supported by the interpreter",
+                    inst.loc)
+    pairs = [tuple(p) for p in inst.attrs["source_target_pairs"]]
+    channel = inst.attrs.get("channel_id")
+    if len(ops) == 1:
+        results = [ev.device.collective_permute(ops[0], pairs, channel)]
+    else:  # the combined form: one exchange for every operand
+        results = list(ev.device.collective_permute(list(ops), pairs, channel))
+    if inst.opcode == Op.COLLECTIVE_PERMUTE_START:
+        return _collective_start_value(inst.shape, ops, results)
+    return tuple(results) if len(ops) > 1 else results[0]
+
+
+@HANDLERS.register(Op.ALL_REDUCE_DONE, Op.ALL_GATHER_DONE, Op.COLLECTIVE_PERMUTE_DONE)
+def run_collective_done(ev, inst, ops):
+    start = inst.operands[0]
+    if start.shape.compatible(inst.shape):
+        return ops[0]
+    return ops[0][1]

@@ -5,13 +5,17 @@ called computation (`to_apply=`, `comparator`, ...). The evaluator hands kernels
 `Combiner`: the computation made callable on whole numpy arrays. Because these
 computations take scalars and are applied independently per element, the evaluator
 runs them *vectorised*: every argument is an array of the same shape (a batch of
-scalars) and every result has that shape too.
+scalars) and every result has that shape too. A computation that is a single binary op
+of its parameters also names its numpy ufunc (`binary_ufunc`), for the kernels' fast paths.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+
+from ..ir import Computation
+from ..opcodes import Op
 
 
 class Combiner:
@@ -38,3 +42,33 @@ class Combiner:
 
     def __repr__(self) -> str:
         return f"Combiner({self.name})"
+
+
+# The numpy ufunc of each op that may be a computation's single binary op (see binary_ufunc).
+_UFUNC_OF_ROOT = {Op.ADD: np.add, Op.MULTIPLY: np.multiply, Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum,
+                  Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor}
+_BITWISE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor)
+
+
+def binary_ufunc(comp: Computation) -> Optional[np.ufunc]:
+    """The numpy ufunc a computation amounts to: a single binary op of its two
+    parameters, in order (e.g. add(p0, p1) -> np.add); else None.
+
+    Note: np.maximum/np.minimum order -0 and +0 as equal, where XLA has -0 < +0.
+    """
+    params = comp.parameters
+    root = comp.root
+    ufunc = _UFUNC_OF_ROOT.get(root.opcode)
+    if len(params) != 2 or ufunc is None or root.operands != params:
+        return None
+    shapes = [p.shape for p in params] + [root.shape]
+    if any(s.is_tuple or s.rank != 0 for s in shapes):
+        return None
+    t = root.shape.element_type
+    if any(s.element_type is not t for s in shapes):
+        return None
+    if ufunc in _BITWISE and not (t.is_integral or t.is_pred):
+        return None
+    if (ufunc is np.maximum or ufunc is np.minimum) and t.is_complex:
+        return None
+    return ufunc

@@ -1,5 +1,5 @@
-"""Indexing kernels of the interpreter: gather, scatter, slice, dynamic-slice and
-dynamic-update-slice, with XLA's exact semantics.
+"""The indexing family: gather, scatter, dynamic-slice and dynamic-update-slice (kernels
+and handlers, with XLA's exact semantics), and the slice kernel.
 
 * gather: start indices are clamped so every slice lies inside the operand
   (like dynamic-slice); batching dims pair operand dims with index dims.
@@ -18,10 +18,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..attributes import GatherDims, ScatterDims
+from ..opcodes import Op
 from .combiner import Combiner
-
-
-from ..attributes import GatherDims, ScatterDims  # noqa: E402  (shared with the IR)
+from .handlers import HANDLERS
+from .values import as_tuple_if
 
 _INDEX_CAP = np.int64(2**62)  # larger than any dimension; keeps huge unsigned values huge
 
@@ -354,3 +355,38 @@ def slice_array(operand: np.ndarray, starts: Sequence[int], limits: Sequence[int
         if not (0 <= b <= e <= n and s >= 1):
             raise ValueError(f"slice [{b}:{e}:{s}] invalid for dimension {d} of size {n}")
     return operand[tuple(slice(b, e, s) for b, e, s in zip(starts, limits, strides))].copy()
+
+
+# --------------------------------------------------------------------------- handlers
+
+def _start_indices(ops: Sequence[np.ndarray]) -> list[int]:
+    """Start indices from scalar operands (or the older single index-vector operand)."""
+    starts: list[int] = []
+    for s in ops:
+        starts.extend(int(v) for v in np.asarray(s).reshape(-1).tolist())
+    return starts
+
+
+@HANDLERS.register(Op.DYNAMIC_SLICE)
+def run_dynamic_slice(ev, inst, ops):
+    return dynamic_slice(ops[0], _start_indices(ops[1:]), inst.attrs["dynamic_slice_sizes"])
+
+
+@HANDLERS.register(Op.DYNAMIC_UPDATE_SLICE)
+def run_dynamic_update_slice(ev, inst, ops):
+    return dynamic_update_slice(ops[0], ops[1], _start_indices(ops[2:]))
+
+
+@HANDLERS.register(Op.GATHER)
+def run_gather(ev, inst, ops):
+    return gather(ops[0], ops[1], ev.plans.attribute(inst, GatherDims.of), tuple(inst.attrs["slice_sizes"]),
+                  tuple(inst.shape.dims))
+
+
+@HANDLERS.register(Op.SCATTER)
+def run_scatter(ev, inst, ops):
+    n = (len(ops) - 1) // 2
+    results = scatter(list(ops[:n]), ops[n], list(ops[n + 1:]), ev.plans.attribute(inst, ScatterDims.of),
+                      ev.combiner(inst.attrs["to_apply"]), inst.attrs.get("indices_are_sorted", False),
+                      inst.attrs.get("unique_indices", False))
+    return as_tuple_if(inst.shape, results)

@@ -1,4 +1,4 @@
-"""Numpy kernels for HLO's contractions: dot (dot_general) and convolution.
+"""The linear family: dot, ragged-dot, scaled-dot and convolution (kernels and handlers).
 
 Arithmetic follows XLA: both operands are converted to the result element type,
 then computed in a *computation type*: f32 for every float narrower than 32 bits
@@ -6,21 +6,26 @@ then computed in a *computation type*: f32 for every float narrower than 32 bits
 f32/f64/complex, and 64-bit integers for integral and PRED results, wrapped back
 to the result width at the end (wrap-around is exact because integer sums and
 products are computed modulo 2**64). Heavy lifting is done by np.matmul, which
-calls BLAS for f32/f64/complex.
+calls BLAS for f32/f64/complex. Where the operands already have the result's f32/f64/complex
+type and the dimension numbers are a (batched) matrix product, the dot handler calls
+np.matmul directly (`_matmul_template`), as dot_general would.
 """
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..shapes import PrimitiveType
-from ..attributes import ConvDims, DotDims, Window
-from .windows import dilated_size, pad, window_output_dims, window_padding_config
-
-
-# --------------------------------------------------------------------------- dimension numbers
+from ..attributes import ConvDims, DotDims, Window, WindowDim
+from ..opcodes import Op
+from ..shape_inference import dilated_size, window_output_dims
+from ..shapes import PrimitiveType, primitive_type, type_of_dtype
+from .conversions import convert
+from .handlers import HANDLERS, Source, written_as
+from .numerics import IEEE_FLOATS
+from .values import as_array
+from .windows import pad, window_padding_config
 
 
 # --------------------------------------------------------------------------- arithmetic types
@@ -231,3 +236,165 @@ def convolution(lhs: np.ndarray, rhs: np.ndarray, window: Window, dims: ConvDims
     for k, d in enumerate(dims.output_spatial):
         to_output[d] = 2 + k
     return _from_computation(canonical.transpose(to_output), result_type)
+
+
+# --------------------------------------------------------------------------- ragged and scaled dots
+
+def ragged_dot(lhs: np.ndarray, rhs: np.ndarray, group_sizes: np.ndarray, dims: DotDims,
+               ragged_dims: Sequence[int], group_dims: Sequence[int], result_type) -> np.ndarray:
+    """HLO ragged-dot: the lhs ragged dimension is cut into consecutive groups of
+    `group_sizes` rows; entries past the last group are zero."""
+    if len(ragged_dims) != 1:
+        raise ValueError(f"ragged-dot needs exactly one lhs_ragged_dims entry, got {list(ragged_dims)}")
+    sizes = np.asarray(group_sizes).astype(np.int64)
+    if sizes.ndim != 1:
+        raise ValueError("ragged-dot with per-row (vectorised) group_sizes is not supported by the interpreter")
+    ragged = ragged_dims[0]
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+
+    def in_group(j: int, array: np.ndarray, axis: int) -> np.ndarray:
+        """Mask (broadcastable to array) of the positions of group j along axis."""
+        positions = np.arange(array.shape[axis])
+        shape = [1] * array.ndim
+        shape[axis] = array.shape[axis]
+        return ((positions >= bounds[j]) & (positions < bounds[j + 1])).reshape(shape)
+
+    zero = np.zeros((), lhs.dtype)
+    if ragged in dims.lhs_contracting:  # one output slice per group, contracting its k-range
+        return np.stack([dot_general(np.where(in_group(j, lhs, ragged), lhs, zero), rhs, dims,
+                                            result_type) for j in range(len(sizes))])
+    if ragged in dims.lhs_batch:  # an ordinary batched dot; batch entries past the groups are 0
+        out = dot_general(lhs, rhs, dims, result_type)
+        axis = list(dims.lhs_batch).index(ragged)
+        covered = np.zeros(out.shape[axis], dtype=bool)
+        covered[:min(int(bounds[-1]), out.shape[axis])] = True
+        shape = [1] * out.ndim
+        shape[axis] = out.shape[axis]
+        return np.where(covered.reshape(shape), out, np.zeros((), out.dtype))
+    if len(group_dims) != 1:
+        raise ValueError("ragged-dot with a non-contracting ragged dim needs one rhs_group_dims entry")
+    g = group_dims[0]
+
+    def without_g(ds):
+        return tuple(d - (d > g) for d in ds)
+
+    inner = DotDims(dims.lhs_batch, dims.lhs_contracting, without_g(dims.rhs_batch),
+                    without_g(dims.rhs_contracting))
+    free = [d for d in range(lhs.ndim) if d not in dims.lhs_batch and d not in dims.lhs_contracting]
+    out_axis = len(dims.lhs_batch) + free.index(ragged)
+    total = None
+    for j in range(len(sizes)):
+        part = dot_general(lhs, np.take(rhs, j, axis=g), inner, result_type)
+        if total is None:
+            total = np.zeros_like(part)
+        total = np.where(in_group(j, part, out_axis), part, total)
+    if total is None:
+        raise ValueError("ragged-dot needs at least one group")
+    return total
+
+
+def scaled_dot(lhs, rhs, lhs_scale, rhs_scale, dims: DotDims, result_type) -> np.ndarray:
+    """HLO scaled-dot: dequantise each operand by its block scales, then dot."""
+    f32 = primitive_type("f32")
+
+    def dequantise(data: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        values = convert(data, type_of_dtype(data.dtype), f32)
+        factors = convert(scale, type_of_dtype(scale.dtype), f32)
+        if factors.ndim != values.ndim:
+            raise ValueError(f"scale rank {factors.ndim} differs from operand rank {values.ndim}")
+        for axis, (n, s) in enumerate(zip(values.shape, factors.shape)):
+            if s != n:
+                if s == 0 or n % s:
+                    raise ValueError(f"scale dimension {axis} of size {s} does not divide {n}")
+                factors = np.repeat(factors, n // s, axis=axis)
+        return convert(values * factors, f32, result_type)
+
+    return dot_general(dequantise(lhs, lhs_scale), dequantise(rhs, rhs_scale), dims, result_type)
+
+
+# --------------------------------------------------------------------------- dot as one np.matmul
+
+def _matmul_template(lhs_rank: int, rhs_rank: int, dims: DotDims) -> Optional[str]:
+    """The dot as one np.matmul when its dimension numbers are a (batched) matrix
+    product up to a swap of the last two axes of an operand: a Python expression
+    of `matmul`, `{0}` (lhs) and `{1}` (rhs); else None.
+
+    Only for operands already of the result's float type, where dot_general would
+    make the same BLAS call on the same values."""
+    b = len(dims.lhs_batch)
+    batch = tuple(range(b))
+    if (dims.lhs_batch != batch or dims.rhs_batch != batch or len(dims.lhs_contracting) != 1
+            or len(dims.rhs_contracting) != 1):
+        return None
+    lc, rc = dims.lhs_contracting[0], dims.rhs_contracting[0]
+    if b == 0 and lc == lhs_rank - 1 and rhs_rank <= 2:  # [..., k] @ [k, n]: matmul broadcasts
+        return "matmul({0}, {1})" if rc == 0 or rhs_rank == 1 else "matmul({0}, {1}.T)"
+    if lhs_rank != b + 2 or rhs_rank not in (b + 1, b + 2):
+        return None
+    if lc not in (b, b + 1) or rc not in (b, b + 1):
+        return None
+    lhs = "{0}.swapaxes(-1, -2)" if lc == b else "{0}"
+    if rhs_rank == b + 1:
+        return f"matmul({lhs}, {{1}}[..., None])[..., 0]" if rc == b else None
+    rhs = "{1}.swapaxes(-1, -2)" if rc == b + 1 else "{1}"
+    return f"matmul({lhs}, {rhs})"
+
+
+_MATMUL_FORMS: dict[str, Callable] = {}
+
+
+def _matmul_form(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims) -> Optional[np.ndarray]:
+    """The dot as one np.matmul (see _matmul_template), or None."""
+    template = _matmul_template(lhs.ndim, rhs.ndim, dims)
+    if template is None:
+        return None
+    form = _MATMUL_FORMS.get(template)
+    if form is None:
+        form = _MATMUL_FORMS[template] = eval("lambda a, b: " + template.format("a", "b"), {"matmul": np.matmul})
+    return form(lhs, rhs)
+
+
+def _write_dot(src: Source) -> Optional[str]:
+    inst = src.inst
+    lhs, rhs = src.in_types
+    if not (lhs == rhs == inst.shape.element_type.dtype and lhs in IEEE_FLOATS):
+        return None
+    template = _matmul_template(inst.operands[0].shape.rank, inst.operands[1].shape.rank, DotDims.of(inst))
+    if template is None:
+        return None
+    return template.replace("matmul", src.bind(np.matmul)).format(*src.args)
+
+
+# --------------------------------------------------------------------------- handlers
+
+@HANDLERS.register(Op.DOT)
+@written_as(_write_dot)
+def run_dot(ev, inst, ops):
+    lhs, rhs = ops
+    dims = ev.plans.attribute(inst, DotDims.of)
+    if lhs.dtype == rhs.dtype == inst.shape.element_type.dtype and lhs.dtype in IEEE_FLOATS:
+        product = _matmul_form(lhs, rhs, dims)
+        if product is not None:
+            return as_array(product)
+    return dot_general(lhs, rhs, dims, inst.shape.element_type)
+
+
+@HANDLERS.register(Op.RAGGED_DOT)
+def run_ragged_dot(ev, inst, ops):
+    return ragged_dot(ops[0], ops[1], ops[2], DotDims.of(inst), inst.attrs["lhs_ragged_dims"],
+                      inst.attrs.get("rhs_group_dims", ()), inst.shape.element_type)
+
+
+@HANDLERS.register(Op.SCALED_DOT)
+def run_scaled_dot(ev, inst, ops):
+    return scaled_dot(ops[0], ops[1], ops[2], ops[3], DotDims.of(inst), inst.shape.element_type)
+
+
+@HANDLERS.register(Op.CONVOLUTION)
+def run_convolution(ev, inst, ops):
+    dims: ConvDims = inst.attrs["dim_labels"]
+    window = inst.attrs.get("window")
+    if window is None:  # no window= : the kernel's full extent, stride 1, no padding
+        window = Window(tuple(WindowDim(ops[1].shape[d]) for d in dims.kernel_spatial))
+    return convolution(ops[0], ops[1], window, dims, inst.attrs.get("feature_group_count", 1),
+                       inst.attrs.get("batch_group_count", 1), inst.shape.element_type)

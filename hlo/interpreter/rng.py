@@ -1,4 +1,4 @@
-"""Random-number kernels: `rng-bit-generator`, `rng` and `rng-get-and-update-state`.
+"""The rng family: `rng-bit-generator`, `rng` and `rng-get-and-update-state` (kernels and handlers).
 
 `rng-bit-generator` is a pure function of its state and is reproduced bit-exactly
 from XLA's expansion (RngBitGeneratorExpander + the Threefry-2x32 and Philox-4x32
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlo.shapes import PrimitiveType
+from ..opcodes import Op
+from ..shapes import PrimitiveType
+from .handlers import HANDLERS
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
@@ -335,3 +337,24 @@ def rng_normal(mu, sigma, shape: tuple[int, ...], out_type: PrimitiveType, rng_s
     dims = tuple(int(d) for d in shape)
     normal = rng_state.generator.standard_normal(dims)
     return np.asarray(_scalar_float(mu) + _scalar_float(sigma) * normal).astype(out_type.dtype)
+
+
+# --------------------------------------------------------------------------- handlers
+
+@HANDLERS.register(Op.RNG)
+def run_rng(ev, inst, ops):
+    t = inst.shape.element_type
+    if inst.attrs["distribution"] == "rng_normal":
+        return rng_normal(ops[0], ops[1], inst.shape.dims, t, ev.rng_state)
+    return rng_uniform(ops[0], ops[1], inst.shape.dims, t, ev.rng_state)
+
+
+@HANDLERS.register(Op.RNG_BIT_GENERATOR)
+def run_rng_bit_generator(ev, inst, ops):
+    out = inst.shape.tuple_shapes[1]
+    return rng_bit_generator(inst.attrs["algorithm"], ops[0], out.dims, out.element_type)
+
+
+@HANDLERS.register(Op.RNG_GET_AND_UPDATE_STATE)
+def run_rng_get_and_update_state(ev, inst, ops):
+    return rng_get_and_update_state(ev.rng_state, inst.attrs["delta"])

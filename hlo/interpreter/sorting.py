@@ -1,4 +1,5 @@
-"""Sorting kernels of the interpreter: `sort` with an arbitrary comparator, and `topk`.
+"""The sorting family: `sort` with an arbitrary comparator, and `topk` (kernels and handlers;
+`topk` also serves XLA:CPU's "TopK" custom-call target).
 
 `sort` never looks inside the comparator (JAX emits comparators with TOTALORDER bit
 tricks, multi-key tie breaks, ...); it only calls it, vectorised over many pairs:
@@ -19,10 +20,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
+from ..opcodes import Op
 from .combiner import Combiner
+from .control import register_custom_call
+from .handlers import HANDLERS
+from .numerics import is_float_like
+from .values import as_tuple_if
 
 # Rank counting compares rows * n * n pairs in one call; beyond this, merge sort wins.
 _ALL_PAIRS_LIMIT = 1 << 18
@@ -164,7 +169,7 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
         return x.astype(np.uint8)
     if x.dtype.kind == "c":
         raise ValueError(f"no total order for complex type {x.dtype}")
-    if x.dtype.kind == "f" or _is_ml_float(x.dtype):
+    if is_float_like(x.dtype):
         bits = x.astype(np.float64).view(np.int64)
         # Negative floats order backwards: flip their magnitude bits.
         return np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
@@ -174,17 +179,6 @@ def total_order_key(x: np.ndarray) -> np.ndarray:
         return x.astype(np.int64)
     except (TypeError, ValueError):
         raise ValueError(f"no total order for type {x.dtype}") from None
-
-
-def _is_ml_float(dtype: np.dtype) -> bool:
-    """True for the ml_dtypes floating types (bf16, f8*, f4*), which have kind 'V'."""
-    if dtype.kind != "V":
-        return False
-    try:
-        ml_dtypes.finfo(dtype)
-    except (ValueError, TypeError):
-        return False
-    return True
 
 
 def topk(operand: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -204,3 +198,32 @@ def topk(operand: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray,
     order = np.argsort(key, axis=-1, kind="stable")[..., :k]
     values = np.take_along_axis(operand, order, axis=-1)
     return values, order.astype(np.int32)
+
+
+# --------------------------------------------------------------------------- handlers
+
+@HANDLERS.register(Op.SORT, pure_if_callees_are=True)
+def run_sort(ev, inst, ops):
+    results = sort(list(ops), inst.attrs["dimensions"][0], ev.combiner(inst.attrs["to_apply"]),
+                   inst.attrs.get("is_stable", False))
+    return as_tuple_if(inst.shape, results)
+
+
+@HANDLERS.register(Op.TOPK)
+def run_topk(ev, inst, ops):
+    return topk(ops[0], inst.attrs["k"], inst.attrs.get("largest", True))
+
+
+def _topk_custom_call(ev, inst, ops):
+    """XLA:CPU's "TopK" target: (values, s32 indices) of the k largest along the last dim."""
+    if not inst.shape.is_tuple or len(inst.shape.tuple_shapes) != 2 or len(ops) != 1:
+        raise ValueError("TopK takes one operand and returns a (values, indices) tuple")
+    k = inst.shape.tuple_shapes[0].dims[-1]
+    largest = True
+    comps = inst.attrs.get("called_computations") or ()
+    if comps and comps[0].root.opcode == Op.COMPARE:
+        largest = comps[0].root.attrs.get("direction") in ("GT", "GE")
+    return topk(ops[0], k, largest)
+
+
+register_custom_call("TopK", _topk_custom_call)

@@ -1,16 +1,18 @@
-"""Numpy kernels for the window-shaped HLO ops: reduce, reduce-window,
-select-and-scatter and pad, plus the shared window geometry helpers.
+"""The window family: reduce, reduce-window and select-and-scatter (kernels and handlers),
+the pad kernel and the shared window geometry helpers.
 
 A window (the `window={size=... stride=... pad=... lhs_dilate=... rhs_dilate=...}`
 attribute) is described by `Window`, one `WindowDim` per operand dimension. All
 kernels here follow XLA's evaluator: the base (lhs) dilation inserts holes between
 input elements, padding extends (or, when negative, crops) the dilated base, and a
 window position reads the taps `o*stride - pad_low + w*window_dilation`; taps that
-land on padding or holes are skipped rather than read.
+land on padding or holes are skipped rather than read. (The window arithmetic is
+shape inference's; the kernels share it.)
 
 Called computations arrive as `Combiner`s and are applied to whole arrays: the
 loops below run over window taps, tree levels or scatter rounds, never over
-output elements.
+output elements. A reduce whose computation is a single numpy ufunc (add, max ...)
+is one numpy reduction where numpy computes exactly what XLA does.
 """
 from __future__ import annotations
 
@@ -20,18 +22,18 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..attributes import Window, WindowDim
+from ..opcodes import Op
+from ..shape_inference import window_output_dims
 from ..shapes import type_of_dtype
-from .combiner import Combiner
+from .combiner import Combiner, binary_ufunc
+from .elementwise import FAST_FLOAT_BINARY
+from .handlers import HANDLERS, Source, written_as
+from .numerics import BOOL, IEEE_FLOATS, NATIVE_INTS, REAL_FLOATS
+from .values import as_array, as_tuple_if, broadcast_view
 
 
 # --------------------------------------------------------------------------- window attribute
-
-
-from ..attributes import Window  # noqa: E402  (shared with the IR)
-
-# The window arithmetic is shape inference; the kernels share it.
-from ..shape_inference import dilated_size, window_output_dims  # noqa: E402,F401
-
 
 def window_padding_config(window: Window) -> tuple[tuple[int, int, int], ...]:
     """The pad config (low, high, interior) that builds a window's padded, dilated base."""
@@ -334,3 +336,97 @@ def select_and_scatter(operand: np.ndarray, source: np.ndarray, init, window: Wi
         where = targets[picks]
         flat[where] = _apply(scatter, [flat[where], values[picks]], [result.dtype])[0]
     return result
+
+
+# --------------------------------------------------------------------------- reduce as one numpy reduction
+
+_REDUCIBLE = {
+    np.add: IEEE_FLOATS | NATIVE_INTS, np.multiply: IEEE_FLOATS | NATIVE_INTS,
+    np.maximum: REAL_FLOATS | NATIVE_INTS, np.minimum: REAL_FLOATS | NATIVE_INTS,
+    np.bitwise_and: NATIVE_INTS | {BOOL}, np.bitwise_or: NATIVE_INTS | {BOOL},
+    np.bitwise_xor: NATIVE_INTS | {BOOL},
+}
+
+
+def _ufunc_reduce(x: np.ndarray, init: np.ndarray, dims: tuple[int, ...], ufunc: np.ufunc
+                  ) -> Optional[np.ndarray]:
+    """reduce(x, init) with a computation that is `ufunc`, as one numpy reduction, for
+    the dtypes where numpy computes exactly what XLA does; None where it does not apply."""
+    if not _ufunc_reducible(x.dtype, init.dtype, x.size, init.ndim, ufunc):
+        return None
+    return _exact_ufunc_reduce(x, init, dims, ufunc)
+
+
+def _ufunc_reducible(x_dtype, init_dtype, size: int, init_rank: int, ufunc: np.ufunc) -> bool:
+    return x_dtype == init_dtype and x_dtype in _REDUCIBLE.get(ufunc, ()) and size > 0 and init_rank == 0
+
+
+def _exact_ufunc_reduce(x: np.ndarray, init: np.ndarray, dims: tuple[int, ...], ufunc: np.ufunc) -> np.ndarray:
+    """_ufunc_reduce where _ufunc_reducible holds."""
+    total = as_array(ufunc.reduce(x, axis=dims, dtype=x.dtype))  # (numpy would widen small ints)
+    if x.dtype in REAL_FLOATS and ufunc in (np.maximum, np.minimum):
+        total = _signed_zero_extremum(x, dims, total, ufunc is np.maximum)
+        if init == (-np.inf if ufunc is np.maximum else np.inf):
+            return total  # the identity: max(-inf, t) = t, NaN and signed zeros included
+        return FAST_FLOAT_BINARY[Op.MAXIMUM if ufunc is np.maximum else Op.MINIMUM](
+            broadcast_view(init.reshape((1,) * total.ndim), total.shape), total)
+    return as_array(ufunc(init, total))
+
+
+def _signed_zero_extremum(x: np.ndarray, dims, total: np.ndarray, is_max: bool) -> np.ndarray:
+    """Fix the sign of zero maxima/minima: +0 beats -0 in a maximum, -0 in a minimum."""
+    zero = total == 0
+    if not zero.any():
+        return total
+    sign = np.signbit(x)
+    wanted = ~sign if is_max else sign
+    found = np.logical_or.reduce((x == 0) & wanted, axis=dims)
+    signed_zero = x.dtype.type(0.0) if is_max else x.dtype.type(-0.0)
+    other_zero = -signed_zero
+    return np.where(zero, np.where(found, signed_zero, other_zero), total)
+
+
+def _write_reduce(src: Source) -> Optional[str]:
+    inst = src.inst
+    if len(src.args) != 2:
+        return None
+    ufunc = binary_ufunc(inst.attrs["to_apply"])
+    x_shape, init_shape = inst.operands[0].shape, inst.operands[1].shape
+    if ufunc is None or not _ufunc_reducible(src.in_types[0], src.in_types[1], x_shape.element_count(),
+                                             init_shape.rank, ufunc):
+        return None
+    dims = tuple(int(d) for d in inst.attrs["dimensions"])
+    return f"{src.bind(_exact_ufunc_reduce)}({src.args[0]}, {src.args[1]}, {dims!r}, {src.bind(ufunc)})"
+
+
+# --------------------------------------------------------------------------- handlers
+
+def _window_of(inst, rank: int) -> Window:
+    """The instruction's window; without window=, size 1 in each of `rank` dimensions."""
+    return inst.attrs.get("window") or Window(tuple(WindowDim(1) for _ in range(rank)))
+
+
+@HANDLERS.register(Op.REDUCE)
+@written_as(_write_reduce)
+def run_reduce(ev, inst, ops):
+    n = len(ops) // 2
+    combiner = ev.combiner(inst.attrs["to_apply"])
+    if n == 1 and combiner.ufunc is not None:
+        total = _ufunc_reduce(ops[0], ops[1], tuple(inst.attrs["dimensions"]), combiner.ufunc)
+        if total is not None:
+            return total
+    results = reduce(ops[:n], ops[n:], inst.attrs["dimensions"], combiner)
+    return as_tuple_if(inst.shape, results)
+
+
+@HANDLERS.register(Op.REDUCE_WINDOW)
+def run_reduce_window(ev, inst, ops):
+    n = len(ops) // 2
+    results = reduce_window(ops[:n], ops[n:], _window_of(inst, ops[0].ndim), ev.combiner(inst.attrs["to_apply"]))
+    return as_tuple_if(inst.shape, results)
+
+
+@HANDLERS.register(Op.SELECT_AND_SCATTER)
+def run_select_and_scatter(ev, inst, ops):
+    return select_and_scatter(ops[0], ops[1], ops[2], _window_of(inst, ops[0].ndim),
+                              ev.combiner(inst.attrs["select"]), ev.combiner(inst.attrs["scatter"]))

@@ -1,4 +1,4 @@
-"""Tests for hlo.interpreter.elementwise: hand-computed values and XLA edge cases."""
+"""Tests of the elementwise kernels: hand-computed values and XLA edge cases."""
 import math
 import struct
 import warnings
@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hlo.interpreter import elementwise as E
-from hlo.interpreter.elementwise import BINARY, UNARY, bitcast_convert, clamp, compare, convert
+from hlo.interpreter import numerics
+from hlo.interpreter.arithmetic import BINARY, UNARY
+from hlo.interpreter.conversions import bitcast_convert, convert, reduce_precision, stochastic_convert
+from hlo.interpreter.data_movement import iota
+from hlo.interpreter.elementwise import clamp, compare, select
 from hlo.shapes import PRIMITIVE_TYPES, Shape, primitive_type
 
 P = primitive_type
@@ -53,7 +56,7 @@ def same(actual, expected):
     if actual.dtype.kind == "c":
         _same_floats(actual.real, expected.real)
         _same_floats(actual.imag, expected.imag)
-    elif E._type_of(actual).is_float:
+    elif numerics.type_of(actual).is_float:
         _same_floats(actual.astype(np.float64), expected.astype(np.float64))
     else:
         assert np.array_equal(actual, expected), (actual, expected)
@@ -458,11 +461,11 @@ def test_compare_complex_and_bad_requests():
 
 
 def test_select():
-    same(E.select(A([1, 0, 0, 1], "pred"), A([1, 2, 3, 4], "s32"), A([100, 200, 300, 400], "s32")),
+    same(select(A([1, 0, 0, 1], "pred"), A([1, 2, 3, 4], "s32"), A([100, 200, 300, 400], "s32")),
          A([1, 200, 300, 4], "s32"))
-    same(E.select(A(True, "pred"), A([1, 2], "bf16"), A([3, 4], "bf16")), A([1, 2], "bf16"))
+    same(select(A(True, "pred"), A([1, 2], "bf16"), A([3, 4], "bf16")), A([1, 2], "bf16"))
     with pytest.raises(ValueError):
-        E.select(A([1], "s32"), A([1], "s32"), A([2], "s32"))
+        select(A([1], "s32"), A([1], "s32"), A([2], "s32"))
 
 
 def test_clamp():
@@ -622,7 +625,7 @@ def _raw_bits(x, t):
     """Bit patterns as Python-comparable uint8 bytes (complex) or uint64."""
     if t.is_complex:
         return np.ascontiguousarray(x).view(np.uint8)
-    return E._bits(x, t)
+    return numerics.bit_patterns(x, t)
 
 
 @SMALL
@@ -636,8 +639,9 @@ def test_bitcast_convert_round_trips(pair, seed, n):
         raw = rng.integers(0, 256, size=int(np.prod(shape)) * a.bits // 8, dtype=np.uint8)
         x = raw.view(a.dtype).reshape(shape)
     else:
-        x = E._from_bits(rng.integers(0, 2**63, size=shape, dtype=np.uint64) * 2 + rng.integers(0, 2, size=shape,
-                                                                                                 dtype=np.uint64), a)
+        patterns = (rng.integers(0, 2**63, size=shape, dtype=np.uint64) * 2
+                    + rng.integers(0, 2, size=shape, dtype=np.uint64))
+        x = numerics.from_bit_patterns(patterns, a)
     y = bitcast_convert(x, a, b)
     back = bitcast_convert(y, b, a)
     assert back.shape == x.shape and back.dtype == x.dtype
@@ -648,31 +652,31 @@ def test_bitcast_convert_round_trips(pair, seed, n):
 
 
 def test_reduce_precision_spec_examples():
-    same(E.reduce_precision(A([3.14159, 1 + 2.0**-11, 1 + 3 * 2.0**-11], "f32"), 8, 10),
+    same(reduce_precision(A([3.14159, 1 + 2.0**-11, 1 + 3 * 2.0**-11], "f32"), 8, 10),
          A([3.140625, 1.0, 1.001953125], "f32"))
-    same(E.reduce_precision(A([70000, 1e-5, 6.1e-5, -70000, 65504], "f32"), 5, 10), A([INF, 0, 0, -INF, 65504], "f32"))
+    same(reduce_precision(A([70000, 1e-5, 6.1e-5, -70000, 65504], "f32"), 5, 10), A([INF, 0, 0, -INF, 65504], "f32"))
 
 
 def test_reduce_precision_bit_patterns():
-    out = E.reduce_precision(f32_bits(0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x3F800FFF), 8, 7)
+    out = reduce_precision(f32_bits(0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x3F800FFF), 8, 7)
     assert out.view(np.uint32).tolist() == [0x3F800000, 0x3F820000, 0x3F810000, 0x7F800000, 0x3F800000]
     nan_payload = f32_bits(0x7FC00001, 0xFFC00000)
-    assert E.reduce_precision(nan_payload, 5, 10).view(np.uint32).tolist() == [0x7FC00001, 0xFFC00000]
-    assert E.reduce_precision(nan_payload, 5, 0).view(np.uint32).tolist() == [0x7F800000, 0x7F800000]
-    same(E.reduce_precision(A([1, 2, -3, -1, 1.5], "f32"), 1, 23), A([0, INF, -INF, -0.0, 0], "f32"))
+    assert reduce_precision(nan_payload, 5, 10).view(np.uint32).tolist() == [0x7FC00001, 0xFFC00000]
+    assert reduce_precision(nan_payload, 5, 0).view(np.uint32).tolist() == [0x7F800000, 0x7F800000]
+    same(reduce_precision(A([1, 2, -3, -1, 1.5], "f32"), 1, 23), A([0, INF, -INF, -0.0, 0], "f32"))
     # m=0: the last kept bit is the exponent's lowest bit, so 1.5 (odd exponent) rounds up, 3 (even) down.
-    same(E.reduce_precision(A([1.75, 1.25, 1.5, 3], "f32"), 8, 0), A([2, 1, 2, 2], "f32"))
+    same(reduce_precision(A([1.75, 1.25, 1.5, 3], "f32"), 8, 0), A([2, 1, 2, 2], "f32"))
 
 
 def test_reduce_precision_other_types():
-    same(E.reduce_precision(A([1 / 3, 1e-40, 1e39], "f64"), 8, 23), A([float(np.float32(1 / 3)), 0, INF], "f64"))
-    same(E.reduce_precision(A([1.125, 1.375, 1.25], "bf16"), 5, 2), A([1, 1.5, 1.25], "bf16"))
-    same(E.reduce_precision(A([2.0**-24, 1.5], "f16"), 5, 10), A([0, 1.5], "f16"))  # no subnormals
-    same(E.reduce_precision(A([2.0**-24], "f16"), 8, 10), A([2.0**-24], "f16"))
+    same(reduce_precision(A([1 / 3, 1e-40, 1e39], "f64"), 8, 23), A([float(np.float32(1 / 3)), 0, INF], "f64"))
+    same(reduce_precision(A([1.125, 1.375, 1.25], "bf16"), 5, 2), A([1, 1.5, 1.25], "bf16"))
+    same(reduce_precision(A([2.0**-24, 1.5], "f16"), 5, 10), A([0, 1.5], "f16"))  # no subnormals
+    same(reduce_precision(A([2.0**-24], "f16"), 8, 10), A([2.0**-24], "f16"))
     with pytest.raises(ValueError):
-        E.reduce_precision(A([1], "f32"), 0, 3)
+        reduce_precision(A([1], "f32"), 0, 3)
     with pytest.raises(ValueError):
-        E.reduce_precision(A([1], "s32"), 8, 7)
+        reduce_precision(A([1], "s32"), 8, 7)
 
 
 @SMALL
@@ -680,7 +684,7 @@ def test_reduce_precision_other_types():
 def test_reduce_precision_to_bf16_layout_matches_bf16_rounding(values):
     x = np.array(values, dtype=np.float32)
     x = x[np.abs(x) >= 2.0**-126]  # reduce-precision has no subnormals
-    same(E.reduce_precision(x, 8, 7), x.astype(ml_dtypes.bfloat16).astype(np.float32))
+    same(reduce_precision(x, 8, 7), x.astype(ml_dtypes.bfloat16).astype(np.float32))
 
 
 # --------------------------------------------------------------------------- stochastic-convert
@@ -689,32 +693,32 @@ def test_reduce_precision_to_bf16_layout_matches_bf16_rounding(values):
 def test_stochastic_convert():
     x = A([2.5, 2.5, -2.5, 0.75, 0.75, 3, NAN, INF, -INF, 3e9, -1e10], "f32")
     r = A([0x7FFFFFFF, 0x80000000, 0, 0xBFFFFFFF, 0xC0000000, 0, 0, 0, 0, 0, 0], "u32")
-    same(E.stochastic_convert(x, r, "s32"), A([3, 2, -3, 1, 0, 3, 0, 2**31 - 1, -2**31, 2**31 - 1, -2**31], "s32"))
-    same(E.stochastic_convert(A([-127.5, -127.5, 127.5, 200], "f32"), A([0, 2**32 - 1, 0, 0], "u32"), "s8"),
+    same(stochastic_convert(x, r, "s32"), A([3, 2, -3, 1, 0, 3, 0, 2**31 - 1, -2**31, 2**31 - 1, -2**31], "s32"))
+    same(stochastic_convert(A([-127.5, -127.5, 127.5, 200], "f32"), A([0, 2**32 - 1, 0, 0], "u32"), "s8"),
          A([-128, -127, 127, 127], "s8"))
-    same(E.stochastic_convert(A([0.5, 0.5], "f16"), A([0x7FFF, 0x8000], "u16"), "s16"), A([1, 0], "s16"))
-    same(E.stochastic_convert(A([1.25, -7.5], "bf16"), A([0x3FFF, 0x7FFF], "u16"), "s4"), A([2, -8], "s4"))
-    same(E.stochastic_convert(A([0.5], "f64"), A([2**63 - 1], "u64"), "s64"), A([1], "s64"))
+    same(stochastic_convert(A([0.5, 0.5], "f16"), A([0x7FFF, 0x8000], "u16"), "s16"), A([1, 0], "s16"))
+    same(stochastic_convert(A([1.25, -7.5], "bf16"), A([0x3FFF, 0x7FFF], "u16"), "s4"), A([2, -8], "s4"))
+    same(stochastic_convert(A([0.5], "f64"), A([2**63 - 1], "u64"), "s64"), A([1], "s64"))
     with pytest.raises(ValueError):
-        E.stochastic_convert(A([0.5], "f32"), A([0], "u16"), "s32")
+        stochastic_convert(A([0.5], "f32"), A([0], "u16"), "s32")
     with pytest.raises(ValueError):
-        E.stochastic_convert(A([0.5], "f32"), A([0], "u32"), "u32")
+        stochastic_convert(A([0.5], "f32"), A([0], "u32"), "u32")
 
 
 # --------------------------------------------------------------------------- iota
 
 
 def test_iota():
-    same(E.iota(Shape.array("s32", (4, 8)), 0), np.repeat(np.arange(4, dtype=np.int32)[:, None], 8, axis=1))
-    same(E.iota(Shape.array("s32", (4, 8)), 1), np.tile(np.arange(8, dtype=np.int32), (4, 1)))
-    same(E.iota(Shape.array("f32", (3,)), 0), A([0, 1, 2], "f32"))
-    same(E.iota(Shape.array("c64", (2, 1)), 0), A([[0j], [1 + 0j]], "c64"))
-    same(E.iota(Shape.array("s4", (10,)), 0), A([0, 1, 2, 3, 4, 5, 6, 7, -8, -7], "s4"))
-    same(E.iota(Shape.array("f8e4m3fn", (18,)), 0)[16:], A([16, 16], "f8e4m3fn"))  # 17 ties to even
-    assert E.iota(Shape.array("u8", (2, 0, 3)), 2).shape == (2, 0, 3)
+    same(iota(Shape.array("s32", (4, 8)), 0), np.repeat(np.arange(4, dtype=np.int32)[:, None], 8, axis=1))
+    same(iota(Shape.array("s32", (4, 8)), 1), np.tile(np.arange(8, dtype=np.int32), (4, 1)))
+    same(iota(Shape.array("f32", (3,)), 0), A([0, 1, 2], "f32"))
+    same(iota(Shape.array("c64", (2, 1)), 0), A([[0j], [1 + 0j]], "c64"))
+    same(iota(Shape.array("s4", (10,)), 0), A([0, 1, 2, 3, 4, 5, 6, 7, -8, -7], "s4"))
+    same(iota(Shape.array("f8e4m3fn", (18,)), 0)[16:], A([16, 16], "f8e4m3fn"))  # 17 ties to even
+    assert iota(Shape.array("u8", (2, 0, 3)), 2).shape == (2, 0, 3)
     for bad in [(Shape.array("pred", (3,)), 0), (Shape.array("s32", (3,)), 1), (Shape.array("s32", ()), 0)]:
         with pytest.raises(ValueError):
-            E.iota(*bad)
+            iota(*bad)
 
 
 # --------------------------------------------------------------------------- no warnings leak
@@ -758,8 +762,8 @@ def _wrap_python(v, t):
 def _int_case():
     return st.sampled_from(INT_TYPES).flatmap(lambda t: st.tuples(
         st.just(t),
-        st.lists(st.integers(*E._int_range(t)), min_size=1, max_size=8),
-        st.lists(st.integers(*E._int_range(t)), min_size=8, max_size=8)))
+        st.lists(st.integers(*numerics.int_range(t)), min_size=1, max_size=8),
+        st.lists(st.integers(*numerics.int_range(t)), min_size=8, max_size=8)))
 
 
 @SMALL

@@ -1,4 +1,4 @@
-"""Tests for hlo.interpreter.linalg: cholesky, triangular-solve, fft, batch norm, LAPACK targets."""
+"""Tests for hlo.interpreter.linalg (cholesky, triangular-solve, fft, batch norm) and lapack."""
 import itertools
 import math
 
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+from hlo.interpreter.lapack import (
+    LAPACK_TARGETS, householder_product, lu_decomposition, potrf, qr_householder, svd_gesdd, symmetric_eigh)
 from hlo.interpreter.linalg import (
-    LAPACK_TARGETS, batch_norm_grad, batch_norm_inference, batch_norm_training, cholesky, fft,
-    householder_product, lu_decomposition, potrf, qr_householder,
-    svd_gesdd, symmetric_eigh, triangular_solve)
+    batch_norm_grad, batch_norm_inference, batch_norm_training, cholesky, fft, triangular_solve)
 from hlo.runtime.ffi_attributes import parse_mlir_attr_dict
 
 RNG = np.random.default_rng(1234)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hlo.interpreter.linear import ConvDims, DotDims, convolution, dot_general
-from hlo.attributes import Window, WindowDim
+from hlo.attributes import ConvDims, DotDims, Window, WindowDim
+from hlo.interpreter.linear import convolution, dot_general
 from hlo.shapes import primitive_type
 
 F32 = primitive_type("f32")

@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from hlo.interpreter.combiner import Combiner
 from hlo.attributes import Window, WindowDim
-from hlo.interpreter.windows import pad, reduce, reduce_window, select_and_scatter, window_output_dims
+from hlo.interpreter.windows import pad, reduce, reduce_window, select_and_scatter
+from hlo.shape_inference import window_output_dims
 
 
 def window(size, stride=None, pad=None, lhs_dilate=None, rhs_dilate=None):

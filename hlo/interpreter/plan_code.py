@@ -1,11 +1,11 @@
 """Straight-line Python for an evaluator plan.
 
-A plan (see evaluator.py) is a list of steps (handler, instruction, operand
+A plan (see plans.py) is a list of steps (handler, instruction, operand
 slots, result slot). Running it step by step costs a dispatch per step; here the
 steps become the source of one Python function, compiled once per plan, with
 one local variable per value and one line per step: either a call of the step's
-handler or, where the evaluator knows the operand types make it exact, a numpy
-expression written out directly (`specialise`). A run is then a single call.
+handler or, where the operand types make it exact, a numpy expression written
+out directly (`specialise`, from the handlers' writers). A run is then a single call.
 
 Values computed once per evaluator (a plan's static slots) reach the function
 through a closure: `PlanCode.bind(evaluator, statics)` returns the run function
