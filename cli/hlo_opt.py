@@ -23,6 +23,7 @@ from hlo.opcodes import Op
 from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
 from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
 from hlo.text.dot import module_to_dot
+from hlo.passes.spmd_stats import collective_stats, format_stats
 from hlo_cli.common import UsageError, emit, read_text, tool_main
 
 
@@ -142,7 +143,8 @@ class Printer:
 @click.option("--print-changed", is_flag=True,
               help="Print a unified diff to stderr after every pass that changed the module.")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
-@click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after to stderr.")
+@click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after, and the "
+              "collectives with the bytes each device moves, to stderr.")
 @click.option("--emit", "emit_kind", type=click.Choice([kind.value for kind in Emit]), default=Emit.HLO.value,
               show_default=True,
               help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
@@ -169,6 +171,10 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
             _err(time_table(events))
     if stats:
         _err(stats_table(before, top_level_opcode_counts(module)))
+        devices = module.config.replica_count * module.config.num_partitions
+        moved = collective_stats(format_module(module), devices)
+        if moved["counts"]:
+            _err(format_stats(moved))
     emit_output(module, output, input_file, emit_kind, computation, run_default=steps_text is None)
 
 

@@ -14,6 +14,9 @@ from hlo.diagnostics import error
 from hlo.runtime import values_io
 from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
+from hlo.passes.sharding_propagation import is_sharded
+from hlo.passes.spmd_partitioner import device_count
+from hlo.spmd_run import run_partitioned
 from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 
 BACKENDS = ("interpreter", "cpu")
@@ -40,6 +43,12 @@ device) and outputs are written as dev{d}_out{i}.
 (infeed0, infeed1, ...), one per array leaf of each infeed's data shape.
 --outfeed FILE.npz receives what outfeed ops write, as outfeed0, outfeed1, ...
 (dev{d}_outfeed{i} with several devices).
+
+\b
+A sharded program as jax.jit writes it (sharding= or Shardy attributes, shard_map
+regions; not yet partitioned) is partitioned first and runs on its devices (the
+count from --partitions, else the module's mesh or shardings), taking and giving
+global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 """
 
 
@@ -75,6 +84,10 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
         raise UsageError("--threads needs --backend cpu")
     name, text = read_text(module_file)
     module = load_module(text, name, verify=verify)
+    if is_sharded(module):
+        _run_global(module, module_file, inputs_file, input_items, random_inputs, seed, partitions, backend,
+                    repeat, output, print_result)
+        return
     replicas = module.config.replica_count if replicas is None else replicas
     partitions = module.config.num_partitions if partitions is None else partitions
     devices = replicas * partitions
@@ -113,6 +126,36 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
         _write_npz(outfeed_file, _outfeeds(evaluators), protected + [output])
     if print_result:
         _print_results(module, evaluators)
+
+
+def _run_global(module: Module, module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...],
+                random_inputs: bool, seed: int, partitions: Optional[int], backend: str, repeat: Optional[int],
+                output: Optional[str], print_result: bool) -> None:
+    """A global sharded program: partition it, run every device, give back global arrays."""
+    if backend != "interpreter":
+        raise UsageError("a sharded program runs on several devices: use --backend interpreter")
+    needed = device_count(module)
+    if partitions is not None and needed > 1 and partitions != needed:
+        raise UsageError(f"the module's shardings place it on {needed} devices; --partitions {partitions} "
+                         f"does not match (leave --partitions out, or give {needed})")
+    given, sources = _gather_inputs(inputs_file, input_items)
+    args = _arguments(module, given, 1, random_inputs, seed)[0]
+    result = run_partitioned(module, args, partitions, seed=seed)
+    if repeat:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run_partitioned(module, args, partitions, seed=seed)
+            times.append(time.perf_counter() - start)
+        click.echo(f"time: median {statistics.median(times) * 1e3:.3f} ms over {repeat} run(s) "
+                   f"(partitioning included; min {min(times) * 1e3:.3f} ms)", err=True)
+    shape = module.entry.root.shape
+    value = tuple(result) if shape.is_tuple else result
+    if output:
+        _write_npz(output, values_io.output_arrays(value), [module_file, inputs_file] + sources)
+    if print_result:
+        sys.stdout.write(values_io.format_value(value, shape) + "\n")
+        sys.stdout.flush()
 
 
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,

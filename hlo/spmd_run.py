@@ -18,7 +18,7 @@ import numpy as np
 
 from .analysis.checker import check_module
 from .interpreter import run
-from .interpreter.evaluator import register_custom_call, run_devices
+from .interpreter import register_custom_call, run_devices
 from .ir import Module
 from .passes import spmd_shardings as SS
 from .passes.sharding_propagation import is_sharded
