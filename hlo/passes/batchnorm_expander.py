@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import S32, PrimitiveType, Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Module, NameUniquer
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import inline_call
 from ..opcodes import Op
 

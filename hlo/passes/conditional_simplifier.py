@@ -23,8 +23,9 @@ from typing import Optional
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .analysis import has_control_dependencies, has_side_effect, literal_value, reachable_computations
-from .pass_manager import Pass, register
+from ..analysis.effects import has_control_dependencies, has_side_effect
+from .analysis import literal_value, reachable_computations
+from .base import Pass, register
 from .rewrite import Rewriter, clone_computation, replace_by_inlined_call
 from ..opcodes import Op
 

@@ -26,8 +26,9 @@ import numpy as np
 
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Category, OPCODES, Op
-from .analysis import EvaluationError, evaluate_cone, has_control_dependencies, has_side_effect
-from .pass_manager import Pass, register
+from ..analysis.effects import has_control_dependencies, has_side_effect
+from .analysis import EvaluationError, evaluate_cone
+from .base import Pass, register
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from .analysis import has_side_effect
-from .pass_manager import Pass, register
+from ..analysis.effects import has_side_effect
+from .base import Pass, register
 from ..opcodes import Op
 
 

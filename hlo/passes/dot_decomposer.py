@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..ir import Instruction, Module
 from ..shapes import Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import clone_computation
 
 # The attributes through which an opcode calls its control-flow callees.

@@ -37,7 +37,7 @@ from typing import Optional
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..opcodes import Category, OPCODES, Op
 from .analysis import reachable_computations
-from .pass_manager import Pass, register
+from .base import Pass, register
 
 # Non-elementwise opcodes XLA:CPU emits element by element inside loop fusions.
 LOOP_FUSIBLE_OPCODES = frozenset({

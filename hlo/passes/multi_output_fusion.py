@@ -17,7 +17,7 @@ from typing import Optional
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, rewrite_unfused_computations
 from ..opcodes import Op
 

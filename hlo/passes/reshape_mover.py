@@ -29,8 +29,9 @@ import numpy as np
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from ..shapes import Shape
-from .analysis import has_side_effect
-from .pass_manager import Pass, register
+from ..analysis.effects import has_side_effect
+from .analysis import inverse_permutation, is_identity_permutation
+from .base import Pass, register
 from .rewrite import Rewriter, repeat_while_changing, replace, rewrite_unfused_computations
 from ..opcodes import Op
 
@@ -61,7 +62,7 @@ def _is_static_array(shape: Shape) -> bool:
 def is_nop_rearrange(inst: Instruction) -> bool:
     if inst.opcode == Op.RESHAPE:
         return inst.shape.dims == inst.operands[0].shape.dims
-    return tuple(inst.attrs["dimensions"]) == tuple(range(inst.shape.rank))
+    return is_identity_permutation(inst.attrs["dimensions"])
 
 
 def equivalent_rearranges(a: Instruction, b: Instruction) -> bool:
@@ -71,13 +72,6 @@ def equivalent_rearranges(a: Instruction, b: Instruction) -> bool:
     if a.opcode == Op.TRANSPOSE:
         return tuple(a.attrs["dimensions"]) == tuple(b.attrs["dimensions"])
     return a.operands[0].shape.dims == b.operands[0].shape.dims
-
-
-def inverse_permutation(perm) -> tuple[int, ...]:
-    inverse = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inverse[p] = i
-    return tuple(inverse)
 
 
 def _transposed_broadcast_dims(broadcast: Instruction, rearrange: Instruction) -> tuple[int, ...]:

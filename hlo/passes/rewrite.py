@@ -17,7 +17,8 @@ import numpy as np
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..literal import Literal
 from ..shapes import Shape
-from .analysis import has_side_effect, is_control_predecessor, reachable_computations
+from ..analysis.effects import has_side_effect, is_control_predecessor
+from .analysis import reachable_computations
 from ..opcodes import Op
 
 

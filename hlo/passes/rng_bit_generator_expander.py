@@ -28,7 +28,7 @@ import numpy as np
 from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
 from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, clone_computation, unfused_instructions
 from ..opcodes import Op
 

@@ -19,8 +19,8 @@ After hoisting, dead code is removed and tuples are simplified, as in XLA.
 from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
-from .analysis import has_side_effect_anywhere
-from .pass_manager import Pass, register
+from ..analysis.effects import has_side_effect_anywhere
+from .base import Pass, register
 from .rewrite import Rewriter, remove_dead_instructions, simplify_tuples
 from .while_loops import known_trip_count, rebuild_while, while_loops
 from ..opcodes import Op

@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 
 from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
-from .analysis import (EvaluationError, computation_has_side_effect, evaluate_cone, has_side_effect_anywhere,
-                       literal_value)
+from ..analysis.effects import computation_has_side_effect, has_side_effect_anywhere
+from .analysis import EvaluationError, evaluate_cone, literal_value
 from .rewrite import Rewriter, clone_name, replace
 from ..opcodes import Op
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from hlo import format_module, parse_module
-from hlo.passes.algsimp_rules import cast_preserves_values, map_dims_through_reshape, ones_inserted_or_deleted
+from hlo.passes.algsimp.facts import cast_preserves_values, map_dims_through_reshape, ones_inserted_or_deleted
 from hlo.passes.pass_manager import available_passes
 from hlo.shapes import PRIMITIVE_TYPES
 from pass_testing import PassTester, assert_same_outputs, entry_text, optimised
