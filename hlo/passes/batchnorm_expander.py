@@ -27,8 +27,10 @@ from ..shapes import S32, PrimitiveType, Shape
 from .base import Pass, register
 from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
+from ..registry import OpRegistry
 
-_BATCH_NORM_OPS = ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")
+# The expansion of each batch-norm opcode: a method of _Expansion building its replacement.
+EXPANSIONS = OpRegistry("batch-norm expansion")
 
 
 @register
@@ -39,7 +41,7 @@ class BatchNormExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         add_computations: dict[str, Computation] = {}
-        batch_norms = unfused_instructions(module, lambda inst: inst.opcode in _BATCH_NORM_OPS)
+        batch_norms = unfused_instructions(module, lambda inst: inst.opcode in EXPANSIONS)
         for inst in batch_norms:
             _Expansion(inst, rewriter, add_computations).run()
         return bool(batch_norms)
@@ -75,9 +77,7 @@ class _Expansion:
             else self.operand_shape
 
     def run(self) -> None:
-        handler = {"batch-norm-training": self.training, "batch-norm-inference": self.inference,
-                   "batch-norm-grad": self.grad}[self.bn.opcode]
-        result = handler()
+        result = EXPANSIONS[self.bn.opcode](self)
         if result.opcode == Op.TUPLE:
             result.sharding = self.bn.sharding
         replace(self.bn, result)
@@ -138,6 +138,7 @@ class _Expansion:
         return self.scalar(np.float32(self.bn.attrs["epsilon"]))
 
     # -- the three expansions
+    @EXPANSIONS.register(Op.BATCH_NORM_TRAINING)
     def training(self) -> Instruction:
         x, scale, offset = self.bn.operands
         zero = self.scalar(0)
@@ -160,6 +161,7 @@ class _Expansion:
         shifted = self.binary("add", scaled, offset_b)
         return self.add("tuple", self.bn.shape, [shifted, mean, var])
 
+    @EXPANSIONS.register(Op.BATCH_NORM_INFERENCE)
     def inference(self) -> Instruction:
         x, scale, offset, mean, var = self.bn.operands
         epsilon = self.broadcast_scalar(self.epsilon(), self.feature_shape)
@@ -169,6 +171,7 @@ class _Expansion:
         scaled = self.add("multiply", self.full_shape, [x, self.feature_broadcast(true_scale)])
         return self.binary("add", scaled, self.feature_broadcast(true_shift))
 
+    @EXPANSIONS.register(Op.BATCH_NORM_GRAD)
     def grad(self) -> Instruction:
         x, scale, mean, var, grad_output = self.bn.operands
         count = self.elements_per_feature()

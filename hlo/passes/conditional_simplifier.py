@@ -27,10 +27,7 @@ from ..analysis.effects import has_control_dependencies, has_side_effect
 from .analysis import literal_value, reachable_computations
 from .base import Pass, register
 from .rewrite import Rewriter, clone_computation, replace_by_inlined_call
-from ..opcodes import Op
-
-_CHANNEL_OPCODES = {"send", "send-done", "recv", "recv-done"}
-
+from ..opcodes import Op, Trait, has_trait
 
 @register
 class ConditionalSimplifier(Pass):
@@ -72,7 +69,7 @@ def set_branch(cond: Instruction, index: int, comp: Computation) -> None:
 
 
 def _calls_channels(inst: Instruction) -> bool:
-    return any(i.opcode in _CHANNEL_OPCODES or i.attrs.get("channel_id") is not None
+    return any(has_trait(i.opcode, Trait.CHANNEL) or i.attrs.get("channel_id") is not None
                for comp in reachable_computations(inst.called_computations()) for i in comp.instructions)
 
 

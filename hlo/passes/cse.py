@@ -24,7 +24,8 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
-        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode.startswith("rng"):
+        # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
+        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
             continue
         key = _key(inst, fingerprints)
         if key is None:

@@ -19,10 +19,9 @@ from ..ir import Computation, Instruction, Module
 from ..shapes import Shape
 from .base import Pass, register
 from .rewrite import Rewriter, rewrite_unfused_computations
-from ..opcodes import Op
+from ..opcodes import Op, Trait, has_trait
 
 MAX_SIBLINGS = 8
-IN_PLACE_ROOTS = ("dynamic-update-slice", "scatter")
 
 
 @register
@@ -51,7 +50,8 @@ def _candidate(inst: Instruction) -> bool:
     if inst.opcode != Op.FUSION or inst.attrs.get("kind") != "kLoop" or not inst.shape.is_array:
         return False
     root = inst.attrs["calls"].root
-    return root.opcode not in IN_PLACE_ROOTS and inst is not inst.parent.root and not inst.control_predecessors
+    return (not has_trait(root.opcode, Trait.UPDATES_IN_PLACE) and inst is not inst.parent.root
+            and not inst.control_predecessors)
 
 
 def _same_loop(a: Shape, b: Shape) -> bool:

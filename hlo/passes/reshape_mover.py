@@ -33,7 +33,7 @@ from ..analysis.effects import has_side_effect
 from .analysis import inverse_permutation, is_identity_permutation
 from .base import Pass, register
 from .rewrite import Rewriter, repeat_while_changing, replace, rewrite_unfused_computations
-from ..opcodes import Op
+from ..opcodes import Op, Trait, has_trait
 
 _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only bounds pathological inputs
 
@@ -51,7 +51,7 @@ class ReshapeMover(Pass):
 # --------------------------------------------------------------------------- rearranges
 
 def is_rearrange(inst: Instruction) -> bool:
-    return inst.opcode in ("reshape", "transpose") and _is_static_array(inst.shape) \
+    return has_trait(inst.opcode, Trait.REARRANGE) and _is_static_array(inst.shape) \
         and _is_static_array(inst.operands[0].shape)
 
 

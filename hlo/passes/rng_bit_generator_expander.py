@@ -164,7 +164,7 @@ class Emitter:
         """Unit-stride slice; ranges: (start, limit) per dimension."""
         dims = [hi - lo for lo, hi in ranges]
         return self.add("slice", Shape.array(a.shape.element_type, dims), [a],
-                        {"slice": tuple((lo, hi, 1) for lo, hi in ranges)})
+                        dict(slice=tuple((lo, hi, 1) for lo, hi in ranges)))
 
     def concatenate(self, parts: list[Instruction], dim: int) -> Instruction:
         dims = list(parts[0].shape.dims)
