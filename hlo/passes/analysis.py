@@ -100,7 +100,7 @@ def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.nda
         if id(inst) in mapping:
             return mapping[id(inst)]
         if id(inst) in bindings:
-            new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
+            new = Instruction(f"input.{len(inputs)}", Op.PARAMETER, inst.shape,
                               attrs={"parameter_number": len(inputs)})
             inputs.append(bindings[id(inst)])
         elif inst.opcode == Op.PARAMETER:
@@ -118,5 +118,5 @@ def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.nda
     if len(leaves) == 1:
         cone.root = leaves[0]
     else:
-        cone.root = cone.add(Instruction("results", "tuple", Shape.tuple_of(t.shape for t in targets), leaves))
+        cone.root = cone.add(Instruction("results", Op.TUPLE, Shape.tuple_of(t.shape for t in targets), leaves))
     return cone, inputs

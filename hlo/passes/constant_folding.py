@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Category, OPCODES, Op, Trait, has_trait
-from ..analysis.effects import has_control_dependencies, has_side_effect
 from .analysis import EvaluationError, evaluate_cone
 from .base import Pass, register
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations

@@ -1,11 +1,11 @@
 """cse: merge instructions that compute the same value from the same operands."""
 from __future__ import annotations
 
+from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..analysis.effects import has_side_effect
-from .base import Pass, register
 from ..opcodes import Op
+from .base import Pass, register
 
 
 @register

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
+from ..opcodes import Trait, ops_with
 from .base import Pass, register
 from .rewrite import clone_computation
-from ..opcodes import Trait, ops_with
 
 # The attributes through which an opcode calls its control-flow callees: the computation
 # attributes of the ops whose callees run as ordinary code (call, while, conditional).

@@ -394,7 +394,7 @@ class ComputationFuser:
         inner = consumer.clone([params[id(op)] for op in consumer.operands], consumer.name)
         body.add(inner)
         body.root = inner
-        fusion = Instruction(self.names.unique("fusion"), "fusion", consumer.shape, operands,
+        fusion = Instruction(self.names.unique("fusion"), Op.FUSION, consumer.shape, operands,
                              {"kind": "kLoop", "calls": body}, loc=consumer.loc)
         fusion.metadata = consumer.metadata
         self.comp.add(fusion, before=consumer)
@@ -403,7 +403,7 @@ class ComputationFuser:
         return fusion
 
     def _new_parameter(self, body: Computation, number: int, like: Instruction) -> Instruction:
-        param = Instruction(self.names.unique("param"), "parameter", like.shape, (),
+        param = Instruction(self.names.unique("param"), Op.PARAMETER, like.shape, (),
                             {"parameter_number": number})
         # Before every non-parameter instruction, so that any instruction may use it.
         first_op = next((i for i in body.instructions if i.opcode != Op.PARAMETER), None)

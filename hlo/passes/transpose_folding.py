@@ -21,9 +21,9 @@ import dataclasses
 
 from ..attributes import ConvDims
 from ..ir import Instruction, Module
+from ..opcodes import Op
 from .analysis import is_identity_permutation
 from .base import Pass, register
-from ..opcodes import Op
 
 
 @register

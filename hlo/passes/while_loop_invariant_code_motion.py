@@ -18,12 +18,12 @@ After hoisting, dead code is removed and tuples are simplified, as in XLA.
 """
 from __future__ import annotations
 
-from ..ir import Computation, Instruction, Module
 from ..analysis.effects import has_side_effect_anywhere
+from ..ir import Computation, Instruction, Module
+from ..opcodes import Op, Trait, has_trait
 from .base import Pass, register
 from .rewrite import Rewriter, remove_dead_instructions, simplify_tuples
 from .while_loops import known_trip_count, rebuild_while, while_loops
-from ..opcodes import Op, Trait, has_trait
 
 _DISABLE_ATTRIBUTE = "_xla_disable_loop_instr_hoisting"
 
@@ -130,7 +130,7 @@ def _copy_before_loop(loop: Instruction, to_hoist: list[Instruction], rewriter: 
             if init.opcode == Op.TUPLE:
                 new = init.operands[index]
             else:
-                new = rewriter.add(comp, "get-tuple-element", inst.shape, [init], {"index": index},
+                new = rewriter.add(comp, Op.GET_TUPLE_ELEMENT, inst.shape, [init], {"index": index},
                                    before=loop, like=inst)
         else:
             operands = [copy_of(op) for op in inst.operands]
