@@ -34,7 +34,6 @@ from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 MAX_FOLD_ELEMENTS = 1_000_000
 
 
-
 @register
 class ConstantFolding(Pass):
     name = "constant-folding"
@@ -91,7 +90,9 @@ def _evaluable_here(inst: Instruction) -> bool:
 
 
 def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
-    if has_trait(inst.opcode, Trait.NOT_FOLDABLE) or inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
+    if has_trait(inst.opcode, Trait.NOT_FOLDABLE):
+        return False
+    if inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
         return False
     if not _evaluable_here(inst):
         return False

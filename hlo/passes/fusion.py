@@ -201,7 +201,8 @@ def effectively_at_most_unary(inst: Instruction) -> bool:
     rank = max((len([d for d in s.dims if d != 1]) for _, s in inst.shape.leaves() if s.is_array), default=0)
     big = 0
     for op in inst.operands:
-        if op.opcode == Op.BROADCAST or op.opcode == Op.IOTA or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
+        free = op.opcode == Op.BROADCAST or op.opcode == Op.IOTA
+        if free or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
             continue
         if not op.shape.is_tuple and len([d for d in op.shape.dims if d != 1]) >= rank:
             big += 1

@@ -92,7 +92,9 @@ def _instructions_to_hoist(body: Computation) -> list[Instruction]:
     hoisted: list[Instruction] = []
     controlled = {id(p) for i in body.instructions for p in i.control_predecessors}
     for inst in body.post_order():
-        if inst.opcode == Op.PARAMETER or inst.opcode == Op.AFTER_ALL or inst is body.root or has_side_effect_anywhere(inst):
+        if inst.opcode == Op.PARAMETER or inst.opcode == Op.AFTER_ALL or inst is body.root:
+            continue
+        if has_side_effect_anywhere(inst):
             continue
         if inst.control_predecessors or id(inst) in controlled or not inst.shape.is_array:
             continue

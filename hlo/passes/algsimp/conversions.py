@@ -10,7 +10,7 @@ from .facts import cast_preserves_values
 from .rules import RULES
 
 
-# =========================================================================== convert, bitcast-convert, reduce-precision
+# ================================================================ convert, bitcast-convert, reduce-precision
 
 
 @RULES.register(Op.CONVERT)
