@@ -10,9 +10,12 @@ RUN modes
                            `// ===>` is the printed result: from `HloModule` the whole module,
                            from `ENTRY` the entry computation, otherwise the module without its
                            header line. Without `// ===>` the pipeline must leave the case as it
-                           is. Options: --same-outputs (run before and after in the interpreter on
-                           random inputs), --seeds=0,1  --rtol=X  --atol=X  --ints=LO,HI
-                           --special-floats (NaN, infinities, signed zeros among float inputs).
+                           is, and a pipeline that changes the printed text must say it changed
+                           something. Options: --same-outputs (run before and after in the
+                           interpreter on random inputs), --seeds=0,1  --rtol=X  --atol=X
+                           --ints=LO,HI  --special-floats (NaN, infinities, signed zeros among float
+                           inputs)  --exact (outputs bit for bit equal, floats included)
+                           --positive=PREFIX (parameters named PREFIX... get values >= 0.5).
   check                    load the case as the tools do (parse with recovery, then check);
                            every diagnostic must be announced by a comment on the line above
                            its line: `// expected-error {{message}}` (col: `// expected-error@col
@@ -119,14 +122,19 @@ def run_opt(case: Case, config) -> Optional[str]:
             inputs["ints"] = tuple(int(v) for v in opts["ints"].split(","))
         if "special_floats" in opts:
             inputs["special_floats"] = True
+        if "positive" in opts:
+            inputs["positive"] = lambda param: param.name.startswith(opts["positive"])
         seeds = tuple(int(s) for s in opts.get("seeds", "0,1").split(","))
         assert_same_outputs(parse_module(case.text), parse_module(format_module(after)), seeds,
-                            float(opts.get("rtol", 1e-6)), float(opts.get("atol", 1e-6)), **inputs)
+                            float(opts.get("rtol", 1e-6)), float(opts.get("atol", 1e-6)),
+                            exact="exact" in opts, **inputs)
     actual = _printed(after, case.expected)
     if case.expected is None:
         assert not changed and body(after) == body(case.text), \
             f"`{pipeline}` changed a case that has no `// ===>` output:\n{actual}"
         return None
+    assert changed or actual == _printed(parse_module(case.text), case.expected), \
+        f"`{pipeline}` changed the module but said it did not"
     return actual
 
 

@@ -128,13 +128,3 @@ class PassTester:
 
     def assert_same_outputs(self, text: str, pipeline: Optional[str] = None, seeds=None) -> None:
         self.optimise(text, pipeline, seeds)
-
-    def assert_unchanged(self, text: str, pipeline: Optional[str] = None) -> None:
-        assert_unchanged(text, pipeline or self.pipeline)
-
-
-def assert_unchanged(text: str, pipeline: str, why: str = "") -> None:
-    """`pipeline` leaves `text` as it is and says so."""
-    module, changed = optimised(text, pipeline)
-    assert not changed, why
-    assert body(module) == body(text), why

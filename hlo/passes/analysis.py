@@ -1,6 +1,6 @@
 """Facts about instructions that several passes need, computed without changing anything.
 
-The computations an instruction reaches, constant values, and
+The computations an instruction reaches, permutations, constant values, and
 `evaluate_cone`, which runs a piece of a computation through the interpreter
 (constant folding and trip counts use it).
 """
@@ -10,11 +10,10 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..analysis.effects import (computation_has_side_effect, has_control_dependencies, has_side_effect,
-                                has_side_effect_anywhere, is_control_predecessor)
+from ..interpreter import Evaluator
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import OPCODES, Op
+from ..opcodes import Op
 from ..shapes import Shape
 
 # --------------------------------------------------------------------------- call graph
@@ -37,6 +36,20 @@ def reachable_computations(roots: Iterable[Computation],
             if follow(inst):
                 stack.extend(inst.called_computations())
     return order
+
+
+# --------------------------------------------------------------------------- permutations
+
+
+def inverse_permutation(perm) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return tuple(inverse)
+
+
+def is_identity_permutation(perm) -> bool:
+    return tuple(perm) == tuple(range(len(perm)))
 
 
 # --------------------------------------------------------------------------- values
@@ -66,7 +79,6 @@ def evaluate_cone(targets: Sequence[Instruction],
     targets give tuples of values. Raises EvaluationError when the interpreter
     cannot evaluate it.
     """
-    from ..interpreter import Evaluator
     cone, inputs = _cone_computation(targets, bindings or {})
     shell = Module("constant_folding")
     shell.computations, shell.entry = [cone], cone
@@ -88,7 +100,7 @@ def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.nda
         if id(inst) in mapping:
             return mapping[id(inst)]
         if id(inst) in bindings:
-            new = Instruction(f"input.{len(inputs)}", "parameter", inst.shape,
+            new = Instruction(f"input.{len(inputs)}", Op.PARAMETER, inst.shape,
                               attrs={"parameter_number": len(inputs)})
             inputs.append(bindings[id(inst)])
         elif inst.opcode == Op.PARAMETER:
@@ -106,5 +118,5 @@ def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.nda
     if len(leaves) == 1:
         cone.root = leaves[0]
     else:
-        cone.root = cone.add(Instruction("results", "tuple", Shape.tuple_of(t.shape for t in targets), leaves))
+        cone.root = cone.add(Instruction("results", Op.TUPLE, Shape.tuple_of(t.shape for t in targets), leaves))
     return cone, inputs

@@ -23,12 +23,14 @@ from typing import Optional
 import numpy as np
 
 from ..ir import Computation, Instruction, Module
-from ..shapes import S32, PrimitiveType, Shape
-from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
+from ..registry import OpRegistry
+from ..shapes import S32, PrimitiveType, Shape
+from .base import Pass, register
+from .rewrite import Rewriter, replace, unfused_instructions
 
-_BATCH_NORM_OPS = ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")
+# The expansion of each batch-norm opcode: a method of _Expansion building its replacement.
+EXPANSIONS = OpRegistry("batch-norm expansion")
 
 
 @register
@@ -39,7 +41,7 @@ class BatchNormExpander(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         add_computations: dict[str, Computation] = {}
-        batch_norms = unfused_instructions(module, lambda inst: inst.opcode in _BATCH_NORM_OPS)
+        batch_norms = unfused_instructions(module, lambda inst: inst.opcode in EXPANSIONS)
         for inst in batch_norms:
             _Expansion(inst, rewriter, add_computations).run()
         return bool(batch_norms)
@@ -50,9 +52,9 @@ def scalar_add_computation(module: Module, element_type: PrimitiveType, rewriter
     """A new computation (a, b) -> a + b on scalars of element_type, added to the module."""
     comp = rewriter.new_computation("scalar_add_computation")
     scalar = Shape.array(element_type, ())
-    lhs = rewriter.add(comp, "parameter", scalar, (), {"parameter_number": 0}, name="scalar_lhs")
-    rhs = rewriter.add(comp, "parameter", scalar, (), {"parameter_number": 1}, name="scalar_rhs")
-    comp.root = rewriter.add(comp, "add", scalar, [lhs, rhs])
+    lhs = rewriter.add(comp, Op.PARAMETER, scalar, (), {"parameter_number": 0}, name="scalar_lhs")
+    rhs = rewriter.add(comp, Op.PARAMETER, scalar, (), {"parameter_number": 1}, name="scalar_rhs")
+    comp.root = rewriter.add(comp, Op.ADD, scalar, [lhs, rhs])
     module.add_computation(comp, before=before)
     return comp
 
@@ -75,9 +77,7 @@ class _Expansion:
             else self.operand_shape
 
     def run(self) -> None:
-        handler = {"batch-norm-training": self.training, "batch-norm-inference": self.inference,
-                   "batch-norm-grad": self.grad}[self.bn.opcode]
-        result = handler()
+        result = EXPANSIONS[self.bn.opcode](self)
         if result.opcode == Op.TUPLE:
             result.sharding = self.bn.sharding
         replace(self.bn, result)
@@ -97,14 +97,14 @@ class _Expansion:
 
     def broadcast_scalar(self, scalar: Instruction, shape: Shape) -> Instruction:
         static = Shape.array(shape.element_type, shape.dims).with_default_layouts()
-        return self.add("broadcast", static, [scalar], {"dimensions": ()})
+        return self.add(Op.BROADCAST, static, [scalar], {"dimensions": ()})
 
     def feature_broadcast(self, vector: Instruction) -> Instruction:
-        return self.add("broadcast", self.full_shape, [vector], {"dimensions": (self.feature_index,)})
+        return self.add(Op.BROADCAST, self.full_shape, [vector], {"dimensions": (self.feature_index,)})
 
     def reduce_to_feature(self, value: Instruction, zero: Instruction) -> Instruction:
         dims = tuple(d for d in range(self.operand_shape.rank) if d != self.feature_index)
-        return self.add("reduce", self.feature_shape, [value, zero],
+        return self.add(Op.REDUCE, self.feature_shape, [value, zero],
                         {"dimensions": dims, "to_apply": self.add_computation()})
 
     def add_computation(self) -> Computation:
@@ -126,49 +126,52 @@ class _Expansion:
         count = self.scalar(1, S32)
         scalar_s32 = Shape.array(S32, ())
         for d in others:
-            size = self.add("get-dimension-size", scalar_s32, [self.bn.operands[0]], {"dimensions": (d,)})
-            count = self.add("multiply", scalar_s32, [size, count])
-        return self.add("convert", Shape.array(self.ptype, ()), [count])
+            size = self.add(Op.GET_DIMENSION_SIZE, scalar_s32, [self.bn.operands[0]], {"dimensions": (d,)})
+            count = self.add(Op.MULTIPLY, scalar_s32, [size, count])
+        return self.add(Op.CONVERT, Shape.array(self.ptype, ()), [count])
 
     def mean(self, count: Instruction, total: Instruction) -> Instruction:
-        return self.binary("divide", total, self.broadcast_scalar(count, total.shape))
+        return self.binary(Op.DIVIDE, total, self.broadcast_scalar(count, total.shape))
 
     def epsilon(self) -> Instruction:
         # XLA keeps epsilon as a 32-bit float attribute and converts it to the operand type.
         return self.scalar(np.float32(self.bn.attrs["epsilon"]))
 
     # -- the three expansions
+    @EXPANSIONS.register(Op.BATCH_NORM_TRAINING)
     def training(self) -> Instruction:
         x, scale, offset = self.bn.operands
         zero = self.scalar(0)
         epsilon = self.broadcast_scalar(self.epsilon(), self.full_shape)
         count = self.elements_per_feature()
         scale_b, offset_b = self.feature_broadcast(scale), self.feature_broadcast(offset)
-        x_squared = self.add("multiply", self.full_shape, [x, x])
+        x_squared = self.add(Op.MULTIPLY, self.full_shape, [x, x])
         total = self.reduce_to_feature(x, zero)
         squared_total = self.reduce_to_feature(x_squared, zero)
         mean = self.mean(count, total)
         mean_b = self.feature_broadcast(mean)
         square_mean = self.mean(count, squared_total)
-        mean_square = self.binary("multiply", mean, mean)
-        var = self.binary("subtract", square_mean, mean_square)
+        mean_square = self.binary(Op.MULTIPLY, mean, mean)
+        var = self.binary(Op.SUBTRACT, square_mean, mean_square)
         var_b = self.feature_broadcast(var)
-        rsqrt = self.add("rsqrt", self.full_shape, [self.binary("add", var_b, epsilon)])
-        centred = self.add("subtract", self.full_shape, [x, mean_b])
-        normalized = self.binary("multiply", centred, rsqrt)
-        scaled = self.binary("multiply", normalized, scale_b)
-        shifted = self.binary("add", scaled, offset_b)
-        return self.add("tuple", self.bn.shape, [shifted, mean, var])
+        rsqrt = self.add(Op.RSQRT, self.full_shape, [self.binary(Op.ADD, var_b, epsilon)])
+        centred = self.add(Op.SUBTRACT, self.full_shape, [x, mean_b])
+        normalized = self.binary(Op.MULTIPLY, centred, rsqrt)
+        scaled = self.binary(Op.MULTIPLY, normalized, scale_b)
+        shifted = self.binary(Op.ADD, scaled, offset_b)
+        return self.add(Op.TUPLE, self.bn.shape, [shifted, mean, var])
 
+    @EXPANSIONS.register(Op.BATCH_NORM_INFERENCE)
     def inference(self) -> Instruction:
         x, scale, offset, mean, var = self.bn.operands
         epsilon = self.broadcast_scalar(self.epsilon(), self.feature_shape)
-        true_scale = self.binary("multiply", scale,
-                                 self.add("rsqrt", self.feature_shape, [self.binary("add", var, epsilon)]))
-        true_shift = self.binary("subtract", offset, self.binary("multiply", mean, true_scale))
-        scaled = self.add("multiply", self.full_shape, [x, self.feature_broadcast(true_scale)])
-        return self.binary("add", scaled, self.feature_broadcast(true_shift))
+        true_scale = self.binary(Op.MULTIPLY, scale,
+                                 self.add(Op.RSQRT, self.feature_shape, [self.binary(Op.ADD, var, epsilon)]))
+        true_shift = self.binary(Op.SUBTRACT, offset, self.binary(Op.MULTIPLY, mean, true_scale))
+        scaled = self.add(Op.MULTIPLY, self.full_shape, [x, self.feature_broadcast(true_scale)])
+        return self.binary(Op.ADD, scaled, self.feature_broadcast(true_shift))
 
+    @EXPANSIONS.register(Op.BATCH_NORM_GRAD)
     def grad(self) -> Instruction:
         x, scale, mean, var, grad_output = self.bn.operands
         count = self.elements_per_feature()
@@ -177,19 +180,19 @@ class _Expansion:
         epsilon_full = self.broadcast_scalar(epsilon_scalar, self.full_shape)
         epsilon_feature = self.broadcast_scalar(epsilon_scalar, self.feature_shape)
         scale_b, var_b, mean_b = (self.feature_broadcast(v) for v in (scale, var, mean))
-        rsqrt_b = self.add("rsqrt", self.full_shape, [self.binary("add", var_b, epsilon_full)])
-        rsqrt = self.add("rsqrt", self.feature_shape, [self.binary("add", var, epsilon_feature)])
-        centred = self.add("subtract", self.full_shape, [x, mean_b])
-        dy_centred = self.add("multiply", self.full_shape, [grad_output, centred])
+        rsqrt_b = self.add(Op.RSQRT, self.full_shape, [self.binary(Op.ADD, var_b, epsilon_full)])
+        rsqrt = self.add(Op.RSQRT, self.feature_shape, [self.binary(Op.ADD, var, epsilon_feature)])
+        centred = self.add(Op.SUBTRACT, self.full_shape, [x, mean_b])
+        dy_centred = self.add(Op.MULTIPLY, self.full_shape, [grad_output, centred])
         sum_dy_centred = self.reduce_to_feature(dy_centred, zero)
         grad_offset = self.reduce_to_feature(grad_output, zero)
-        grad_scale = self.binary("multiply", sum_dy_centred, rsqrt)
+        grad_scale = self.binary(Op.MULTIPLY, sum_dy_centred, rsqrt)
         i2 = self.feature_broadcast(grad_offset)
         i3 = self.feature_broadcast(sum_dy_centred)
-        i4 = self.binary("multiply", i3, centred)
-        i5 = self.binary("divide", i4, self.binary("add", var_b, epsilon_full))
-        scale_rsqrt = self.mean(count, self.binary("multiply", scale_b, rsqrt_b))
-        i1 = self.add("multiply", self.full_shape, [grad_output, self.broadcast_scalar(count, self.full_shape)])
-        i6 = self.binary("subtract", self.binary("subtract", i1, i2), i5)
-        grad_x = self.binary("multiply", scale_rsqrt, i6)
-        return self.add("tuple", self.bn.shape, [grad_x, grad_scale, grad_offset])
+        i4 = self.binary(Op.MULTIPLY, i3, centred)
+        i5 = self.binary(Op.DIVIDE, i4, self.binary(Op.ADD, var_b, epsilon_full))
+        scale_rsqrt = self.mean(count, self.binary(Op.MULTIPLY, scale_b, rsqrt_b))
+        i1 = self.add(Op.MULTIPLY, self.full_shape, [grad_output, self.broadcast_scalar(count, self.full_shape)])
+        i6 = self.binary(Op.SUBTRACT, self.binary(Op.SUBTRACT, i1, i2), i5)
+        grad_x = self.binary(Op.MULTIPLY, scale_rsqrt, i6)
+        return self.add(Op.TUPLE, self.bn.shape, [grad_x, grad_scale, grad_offset])

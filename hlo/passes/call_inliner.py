@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..ir import Module, NameUniquer
-from .pass_manager import Pass, register
-from .rewrite import inline_call
 from ..opcodes import Op
+from .base import Pass, register
+from .rewrite import inline_call
 
 
 @register

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import Computation, Instruction, Module
+from ..opcodes import Op, Trait, has_trait
 from ..shapes import Shape
-from .analysis import has_control_dependencies, has_side_effect, literal_value, reachable_computations
-from .pass_manager import Pass, register
+from .analysis import literal_value, reachable_computations
+from .base import Pass, register
 from .rewrite import Rewriter, clone_computation, replace_by_inlined_call
-from ..opcodes import Op
-
-_CHANNEL_OPCODES = {"send", "send-done", "recv", "recv-done"}
-
 
 @register
 class ConditionalSimplifier(Pass):
@@ -71,7 +69,7 @@ def set_branch(cond: Instruction, index: int, comp: Computation) -> None:
 
 
 def _calls_channels(inst: Instruction) -> bool:
-    return any(i.opcode in _CHANNEL_OPCODES or i.attrs.get("channel_id") is not None
+    return any(has_trait(i.opcode, Trait.CHANNEL) or i.attrs.get("channel_id") is not None
                for comp in reachable_computations(inst.called_computations()) for i in comp.instructions)
 
 
@@ -125,9 +123,9 @@ def _narrowed_root(comp: Computation, used: list[int], rewriter: Rewriter) -> In
     if root.opcode == Op.TUPLE:
         elements = [root.operands[i] for i in used]
     else:
-        elements = [rewriter.add(comp, "get-tuple-element", root.shape.tuple_shapes[i], [root], {"index": i},
+        elements = [rewriter.add(comp, Op.GET_TUPLE_ELEMENT, root.shape.tuple_shapes[i], [root], {"index": i},
                                  like=root) for i in used]
-    new_root = rewriter.add(comp, "tuple", Shape.tuple_of(e.shape for e in elements), elements, like=root)
+    new_root = rewriter.add(comp, Op.TUPLE, Shape.tuple_of(e.shape for e in elements), elements, like=root)
     if root.opcode == Op.TUPLE and not root.users:
         comp.remove(root)
     return new_root
@@ -206,9 +204,9 @@ def _pass_narrower_tuple(cond: Instruction, index: int, keep: list[int], branch:
     if operand.opcode == Op.TUPLE:
         elements = [operand.operands[i] for i in keep]
     else:
-        elements = [rewriter.add(comp, "get-tuple-element", operand.shape.tuple_shapes[i], [operand],
+        elements = [rewriter.add(comp, Op.GET_TUPLE_ELEMENT, operand.shape.tuple_shapes[i], [operand],
                                  {"index": i}, before=cond, like=operand) for i in keep]
-    narrow = rewriter.add(comp, "tuple", Shape.tuple_of(e.shape for e in elements), elements, before=cond,
+    narrow = rewriter.add(comp, Op.TUPLE, Shape.tuple_of(e.shape for e in elements), elements, before=cond,
                           like=operand)
     cond.replace_operand(1 + index, narrow)
     set_branch(cond, index, branch)

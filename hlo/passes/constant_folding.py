@@ -24,21 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import Computation, Instruction, Module
-from ..opcodes import Category, OPCODES, Op
-from .analysis import EvaluationError, evaluate_cone, has_control_dependencies, has_side_effect
-from .pass_manager import Pass, register
+from ..opcodes import Category, OPCODES, Op, Trait, has_trait
+from .analysis import EvaluationError, evaluate_cone
+from .base import Pass, register
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
-
-# Opcodes never folded even when their operands are constant.
-_NOT_FOLDED = {"parameter", "constant", "tuple", "broadcast", "iota", "fft", "while", "after-all",
-               "rng", "rng-bit-generator", "rng-get-and-update-state", "opt-barrier", "domain",
-               "partition-id", "replica-id"}
-# Opcodes that make a called computation unfoldable wherever they appear.
-_ILLEGAL_INSIDE = {"while", "fft", "after-all", "rng", "rng-bit-generator", "rng-get-and-update-state",
-                   "replica-id", "partition-id"}
 
 
 @register
@@ -84,7 +77,7 @@ def _all_operands_constant_like(inst: Instruction) -> bool:
         if op.opcode == Op.TUPLE:
             if not _all_operands_constant_like(op):
                 return False
-        elif not (op.opcode in ("constant", "iota")
+        elif not (op.opcode == Op.CONSTANT or op.opcode == Op.IOTA
                   or (op.opcode == Op.BROADCAST and op.operands[0].opcode == Op.CONSTANT)):
             return False
     return True
@@ -97,7 +90,9 @@ def _evaluable_here(inst: Instruction) -> bool:
 
 
 def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
-    if inst.opcode in _NOT_FOLDED or inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
+    if has_trait(inst.opcode, Trait.NOT_FOLDABLE):
+        return False
+    if inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
         return False
     if not _evaluable_here(inst):
         return False
@@ -119,7 +114,7 @@ def _callee_foldable(comp: Computation, cache: dict[int, bool]) -> bool:
     if id(comp) not in cache:
         cache[id(comp)] = True  # provisional, for recursive references
         cache[id(comp)] = all(
-            i.opcode not in _ILLEGAL_INSIDE and _evaluable_here(i) and not has_side_effect(i)
+            not has_trait(i.opcode, Trait.UNFOLDABLE_INSIDE) and _evaluable_here(i) and not has_side_effect(i)
             and all(_callee_foldable(c, cache) for c in i.called_computations())
             for i in comp.instructions)
     return cache[id(comp)]

@@ -1,11 +1,11 @@
 """cse: merge instructions that compute the same value from the same operands."""
 from __future__ import annotations
 
+from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from .analysis import has_side_effect
-from .pass_manager import Pass, register
 from ..opcodes import Op
+from .base import Pass, register
 
 
 @register
@@ -24,7 +24,8 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
-        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode.startswith("rng"):
+        # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
+        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
             continue
         key = _key(inst, fingerprints)
         if key is None:

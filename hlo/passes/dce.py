@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Module
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import remove_dead_instructions
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Instruction, Module
-from ..shapes import Shape
-from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
+from ..shapes import Shape
+from .base import Pass, register
+from .rewrite import Rewriter, replace, unfused_instructions
 
 
 @register
@@ -71,14 +71,14 @@ def canonicalize_operand(operand: Instruction, batch, contracting, contracting_l
     value = operand
     if order != list(range(len(dims))):
         shape = Shape.array(operand.shape.element_type, [dims[d] for d in order]).with_default_layouts()
-        value = rewriter.add(dot.parent, "transpose", shape, [operand], {"dimensions": tuple(order)},
+        value = rewriter.add(dot.parent, Op.TRANSPOSE, shape, [operand], {"dimensions": tuple(order)},
                              before=dot, like=operand)
     merged_free = [free_size] if free_size != 1 else []
     new_dims = [dims[d] for d in batch] + (merged_free + [contracting_size] if contracting_last
                                           else [contracting_size] + merged_free)
     if tuple(new_dims) != value.shape.dims:
         shape = Shape.array(operand.shape.element_type, new_dims).with_default_layouts()
-        value = rewriter.add(dot.parent, "reshape", shape, [value], before=dot, like=value)
+        value = rewriter.add(dot.parent, Op.RESHAPE, shape, [value], before=dot, like=value)
     contracting_dim = len(batch) + (len(merged_free) if contracting_last else 0)
     return CanonicalOperand(value, contracting_dim, free_size)
 
@@ -100,11 +100,11 @@ def canonicalize_dot(dot: Instruction, rewriter: Rewriter) -> Instruction:
         shape = dot.shape
     else:
         shape = Shape.array(dot.shape.element_type, result_dims).with_default_layouts()
-    new_dot = rewriter.add(dot.parent, "dot", shape, [lhs.value, rhs.value], attrs, before=dot, like=dot)
+    new_dot = rewriter.add(dot.parent, Op.DOT, shape, [lhs.value, rhs.value], attrs, before=dot, like=dot)
     new_dot.frontend_attributes = dot.frontend_attributes
     result = new_dot
     if shape is not dot.shape:
-        result = rewriter.add(dot.parent, "reshape", dot.shape, [new_dot], before=dot, like=dot)
+        result = rewriter.add(dot.parent, Op.RESHAPE, dot.shape, [new_dot], before=dot, like=dot)
     replace(dot, result)
     return result
 

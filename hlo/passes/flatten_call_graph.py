@@ -16,15 +16,15 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from .pass_manager import Pass, register
+from ..opcodes import Trait, ops_with
+from .base import Pass, register
 from .rewrite import clone_computation
 
-# The attributes through which an opcode calls its control-flow callees.
-CONTROL_FLOW_ATTRS = {
-    "call": ("to_apply",),
-    "while": ("condition", "body"),
-    "conditional": ("true_computation", "false_computation", "branch_computations"),
-}
+# The attributes through which an opcode calls its control-flow callees: the computation
+# attributes of the ops whose callees run as ordinary code (call, while, conditional).
+CONTROL_FLOW_ATTRS = {op: tuple(attr.name for attr in op.info.attrs if attr.is_computation)
+                      for op in sorted(ops_with(Trait.RUNS_COMPUTATIONS_AS_CODE))}
+
 
 def control_flow_sites(module: Module) -> dict[int, list[tuple[Instruction, str, Optional[int]]]]:
     """id(callee) -> its control-flow call sites (instruction, attribute, index in a list attribute)."""

@@ -35,29 +35,13 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from ..opcodes import Category, OPCODES, Op
+from ..opcodes import OPCODES, Op, Trait, has_trait
 from .analysis import reachable_computations
-from .pass_manager import Pass, register
+from .base import Pass, register
 
-# Non-elementwise opcodes XLA:CPU emits element by element inside loop fusions.
-LOOP_FUSIBLE_OPCODES = frozenset({
-    "bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice", "gather", "iota",
-    "pad", "reduce", "reshape", "reverse", "slice", "transpose"})
-# Heroes: the non-elementwise core a fusion is built around.
-OUTPUT_HEROES = frozenset({"dot", "convolution"})
-REDUCTION_HEROES = frozenset({"reduce", "reduce-window"})
-# Cheap non-elementwise opcodes (XLA's IsExpensive says false for them).
-CHEAP_OPCODES = frozenset({
-    "bitcast", "broadcast", "concatenate", "constant", "copy", "dynamic-slice", "dynamic-update-slice",
-    "dynamic-reshape", "get-tuple-element", "iota", "pad", "reshape", "reverse", "slice", "transpose",
-    "tuple", "opt-barrier", "replica-id", "partition-id"})
-# Elementwise ops XLA:CPU calls expensive although the table does not mark them transcendental.
-EXPENSIVE_ELEMENTWISE = frozenset({"atan", "atan2", "power"})
-# Cheap for real numbers, expensive for complex ones.
-CHEAP_IF_REAL = frozenset({"abs", "sign", "sine", "cosine", "tan"})
-# Control flow whose computations run as ordinary code (and so are fused in).
-CODE_CALLERS = frozenset({"call", "while", "conditional"})
-
+# Which ops fuse, are heroes, are cheap or expensive: the table's traits (LOOP_FUSIBLE,
+# OUTPUT_FUSION_HERO, REDUCTION_FUSION_HERO, CHEAP, EXPENSIVE, EXPENSIVE_IF_COMPLEX, DIVISION,
+# READS_OPERAND_ELEMENTS_REPEATEDLY, RUNS_COMPUTATIONS_AS_CODE).
 MAX_REDUCTIONS_IN_FUSION = 5     # XLA:CPU's kMaxReductionsInFusion
 MAX_CONCATENATE_OPERANDS = 8     # XLA:CPU's kMaxConcatenateArguments
 FUSIBLE_KINDS = ("kLoop", "kInput", "kOutput")
@@ -83,7 +67,8 @@ class InstructionFusion(Pass):
 
 def computations_to_fuse(module: Module) -> list[Computation]:
     """The entry and every computation run through call / while / conditional from it."""
-    return reachable_computations([module.entry], lambda inst: inst.opcode in CODE_CALLERS)
+    return reachable_computations([module.entry],
+                                  lambda inst: has_trait(inst.opcode, Trait.RUNS_COMPUTATIONS_AS_CODE))
 
 
 # --------------------------------------------------------------------------- instruction facts
@@ -107,7 +92,7 @@ def is_loop_fusible(inst: Instruction) -> bool:
     info = OPCODES.get(inst.opcode)
     if info is None or info.side_effect:
         return False
-    return info.category is Category.ELEMENTWISE or inst.opcode in LOOP_FUSIBLE_OPCODES
+    return info.is_elementwise or info.has(Trait.LOOP_FUSIBLE)
 
 
 def is_expensive(inst: Instruction) -> bool:
@@ -117,15 +102,15 @@ def is_expensive(inst: Instruction) -> bool:
     info = OPCODES.get(inst.opcode)
     if info is None:
         return True
-    if inst.opcode in CHEAP_IF_REAL:
+    if info.has(Trait.EXPENSIVE_IF_COMPLEX):
         return inst.shape.element_type.is_complex
-    if inst.opcode in ("divide", "remainder"):
+    if info.has(Trait.DIVISION):
         return not inst.shape.element_type.is_integral or not _is_constant_scalar_like(inst.operands[1])
     if inst.opcode == Op.CONVERT:
         return inst.shape.element_type.name == "bf16" and inst.operands[0].shape.element_type.name == "f32"
-    if info.category is Category.ELEMENTWISE:
-        return info.transcendental or inst.opcode in EXPENSIVE_ELEMENTWISE or info.side_effect
-    return inst.opcode not in CHEAP_OPCODES
+    if info.is_elementwise:
+        return info.transcendental or info.has(Trait.EXPENSIVE) or info.side_effect
+    return not info.has(Trait.CHEAP)
 
 
 def _is_constant_scalar_like(inst: Instruction) -> bool:
@@ -146,7 +131,7 @@ def op_reuses_operand(inst: Instruction, index: int) -> bool:
     operand = inst.operands[index]
     if inst.opcode == Op.BROADCAST:
         return inst.shape.element_count() > operand.shape.element_count()
-    if inst.opcode in ("dot", "convolution", "reduce-window", "select-and-scatter"):
+    if has_trait(inst.opcode, Trait.READS_OPERAND_ELEMENTS_REPEATEDLY):
         return True
     if inst.opcode == Op.GATHER:
         return index == 0
@@ -183,7 +168,7 @@ def _read_at(value: Instruction, memo: dict[int, object]):
                 continue
             if downstream is REUSED or op_reuses_operand(user, j):
                 reads.add(REUSED)
-            elif OPCODES[user.opcode].category is Category.ELEMENTWISE:
+            elif user.info.is_elementwise:
                 reads.add(downstream)
             else:
                 reads.add(downstream + ((id(user), j),))
@@ -199,15 +184,14 @@ def _parameter(body: Computation, number: int) -> Instruction:
     raise KeyError(number)
 
 
-def _count(insts, opcodes) -> int:
-    return sum(1 for i in insts if i.opcode in opcodes)
+def _count(insts, trait: Trait) -> int:
+    return sum(1 for i in insts if has_trait(i.opcode, trait))
 
 
 def fusion_kind(body: Computation) -> str:
-    opcodes = {i.opcode for i in body.instructions}
-    if opcodes & OUTPUT_HEROES:
+    if _count(body.instructions, Trait.OUTPUT_FUSION_HERO):
         return "kOutput"
-    if opcodes & REDUCTION_HEROES:
+    if _count(body.instructions, Trait.REDUCTION_FUSION_HERO):
         return "kInput"
     return "kLoop"
 
@@ -217,7 +201,8 @@ def effectively_at_most_unary(inst: Instruction) -> bool:
     rank = max((len([d for d in s.dims if d != 1]) for _, s in inst.shape.leaves() if s.is_array), default=0)
     big = 0
     for op in inst.operands:
-        if op.opcode in ("broadcast", "iota") or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
+        free = op.opcode == Op.BROADCAST or op.opcode == Op.IOTA
+        if free or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
             continue
         if not op.shape.is_tuple and len([d for d in op.shape.dims if d != 1]) >= rank:
             big += 1
@@ -226,6 +211,14 @@ def effectively_at_most_unary(inst: Instruction) -> bool:
 
 def _elements(shape) -> int:
     return sum(s.element_count() for _, s in shape.leaves() if s.is_array)
+
+
+def _fits_an_epilogue(inst: Instruction) -> bool:
+    """A scalar constant or a loop-fusible op computing one output element from one position
+    (not a gather or a reduce)."""
+    if inst.opcode == Op.CONSTANT:
+        return True
+    return is_loop_fusible(inst) and inst.opcode != Op.GATHER and inst.opcode != Op.REDUCE
 
 
 # --------------------------------------------------------------------------- the fuser
@@ -308,7 +301,8 @@ class ComputationFuser:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
         if inst.opcode == Op.CONSTANT:
             return is_effective_scalar(inst)
-        return is_loop_fusible(inst) or inst.opcode in OUTPUT_HEROES or inst.opcode == Op.REDUCE_WINDOW
+        return (is_loop_fusible(inst) or has_trait(inst.opcode, Trait.OUTPUT_FUSION_HERO)
+                or inst.opcode == Op.REDUCE_WINDOW)
 
     def should_fuse(self, consumer: Instruction, index: int, may_duplicate_expensive: bool = False) -> bool:
         producer = consumer.operands[index]
@@ -321,9 +315,9 @@ class ComputationFuser:
             return False
         produced = fused_instructions(producer)
         consumed = fused_instructions(consumer)
-        if _count(produced, OUTPUT_HEROES):
+        if _count(produced, Trait.OUTPUT_FUSION_HERO):
             return self._can_output_fuse(producer, consumer)
-        if _count(consumed, OUTPUT_HEROES) and _count(produced, REDUCTION_HEROES):
+        if _count(consumed, Trait.OUTPUT_FUSION_HERO) and _count(produced, Trait.REDUCTION_FUSION_HERO):
             return False
         duplicates = any(user is not consumer for user in producer.users)
         if duplicates and is_expensive(producer) and not is_always_duplicable(producer) \
@@ -331,7 +325,8 @@ class ComputationFuser:
             return False
         if is_expensive(producer) and reuses_operand_elements(consumer, index):
             return False
-        if _count(produced, REDUCTION_HEROES) + _count(consumed, REDUCTION_HEROES) > MAX_REDUCTIONS_IN_FUSION:
+        reductions = _count(produced, Trait.REDUCTION_FUSION_HERO) + _count(consumed, Trait.REDUCTION_FUSION_HERO)
+        if reductions > MAX_REDUCTIONS_IN_FUSION:
             return False
         return not any(_inefficient_concatenate(i) for i in (producer, consumer))
 
@@ -340,10 +335,9 @@ class ComputationFuser:
         if len(producer.users) != 1 or consumer.operands.count(producer) != 1:
             return False
         consumed = fused_instructions(consumer)
-        if _count(consumed, OUTPUT_HEROES | REDUCTION_HEROES):
+        if _count(consumed, Trait.OUTPUT_FUSION_HERO | Trait.REDUCTION_FUSION_HERO):
             return False
-        epilogue_ok = all(is_loop_fusible(i) and i.opcode not in ("gather", "reduce") or i.opcode == Op.CONSTANT
-                          for i in consumed)
+        epilogue_ok = all(_fits_an_epilogue(i) for i in consumed)
         return epilogue_ok and _elements(consumer.shape) == _elements(producer.shape)
 
     def _feeds_output_hero(self, consumer: Instruction, producer: Instruction) -> bool:
@@ -352,7 +346,9 @@ class ComputationFuser:
             return False
         body = fused_body(consumer)
         for index, op in enumerate(consumer.operands):
-            if op is producer and any(u.opcode in OUTPUT_HEROES for u in _parameter(body, index).users):
+            if op is not producer:
+                continue
+            if any(has_trait(u.opcode, Trait.OUTPUT_FUSION_HERO) for u in _parameter(body, index).users):
                 return True
         return False
 
@@ -399,7 +395,7 @@ class ComputationFuser:
         inner = consumer.clone([params[id(op)] for op in consumer.operands], consumer.name)
         body.add(inner)
         body.root = inner
-        fusion = Instruction(self.names.unique("fusion"), "fusion", consumer.shape, operands,
+        fusion = Instruction(self.names.unique("fusion"), Op.FUSION, consumer.shape, operands,
                              {"kind": "kLoop", "calls": body}, loc=consumer.loc)
         fusion.metadata = consumer.metadata
         self.comp.add(fusion, before=consumer)
@@ -408,7 +404,7 @@ class ComputationFuser:
         return fusion
 
     def _new_parameter(self, body: Computation, number: int, like: Instruction) -> Instruction:
-        param = Instruction(self.names.unique("param"), "parameter", like.shape, (),
+        param = Instruction(self.names.unique("param"), Op.PARAMETER, like.shape, (),
                             {"parameter_number": number})
         # Before every non-parameter instruction, so that any instruction may use it.
         first_op = next((i for i in body.instructions if i.opcode != Op.PARAMETER), None)

@@ -16,13 +16,12 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module
+from ..opcodes import Op, Trait, has_trait
 from ..shapes import Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter, rewrite_unfused_computations
-from ..opcodes import Op
 
 MAX_SIBLINGS = 8
-IN_PLACE_ROOTS = ("dynamic-update-slice", "scatter")
 
 
 @register
@@ -51,7 +50,8 @@ def _candidate(inst: Instruction) -> bool:
     if inst.opcode != Op.FUSION or inst.attrs.get("kind") != "kLoop" or not inst.shape.is_array:
         return False
     root = inst.attrs["calls"].root
-    return root.opcode not in IN_PLACE_ROOTS and inst is not inst.parent.root and not inst.control_predecessors
+    return (not has_trait(root.opcode, Trait.UPDATES_IN_PLACE) and inst is not inst.parent.root
+            and not inst.control_predecessors)
 
 
 def _same_loop(a: Shape, b: Shape) -> bool:
@@ -96,17 +96,17 @@ def _merge(comp: Computation, first: Instruction, second: Instruction, rewriter:
     body = Computation(rewriter.names.unique("fused_computation"))
     params = []
     for number, op in enumerate(operands):
-        param = Instruction(rewriter.names.unique(f"param_{number}"), "parameter", op.shape, (),
+        param = Instruction(rewriter.names.unique(f"param_{number}"), Op.PARAMETER, op.shape, (),
                             {"parameter_number": number})
         params.append(body.add(param))
     roots = [_clone_body(f, body, operands, params, rewriter) for f in (first, second)]
     shape = Shape.tuple_of([first.shape, second.shape])
-    body.root = body.add(Instruction(rewriter.names.unique("tuple"), "tuple", shape, roots))
+    body.root = body.add(Instruction(rewriter.names.unique("tuple"), Op.TUPLE, shape, roots))
     rewriter.module.add_computation(body, before=comp)
-    fused = rewriter.add(comp, "fusion", shape, operands, {"kind": "kLoop", "calls": body}, before=second,
+    fused = rewriter.add(comp, Op.FUSION, shape, operands, {"kind": "kLoop", "calls": body}, before=second,
                          name="fusion", like=first)
     for index, old in enumerate((first, second)):
-        element = rewriter.add(comp, "get-tuple-element", old.shape, [fused], {"index": index}, before=second,
+        element = rewriter.add(comp, Op.GET_TUPLE_ELEMENT, old.shape, [fused], {"index": index}, before=second,
                                name="get-tuple-element", like=old)
         old.replace_all_uses_with(element)
     comp.remove(second)

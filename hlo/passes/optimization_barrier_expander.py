@@ -6,9 +6,9 @@ has no use for that removes them, as XLA's CPU pipeline does.
 from __future__ import annotations
 
 from ..ir import Module
-from .pass_manager import Pass, register
-from .rewrite import replace
 from ..opcodes import Op
+from .base import Pass, register
+from .rewrite import replace
 
 
 @register

@@ -1,8 +1,8 @@
-"""Passes, the pass registry and textual pipelines.
+"""The pass registry and textual pipelines.
 
-A pass has a name (as XLA names the equivalent pass), a one-line description and
-`run(module) -> bool` (whether it changed anything). Passes register themselves
-with `@register`. A pipeline is written as text, as in MLIR and XLA's hlo-opt:
+Passes (base.py) register themselves with `@register` when their module is imported;
+this module imports every pass module, so `available_passes()` lists them all. A
+pipeline is written as text, as in MLIR and XLA's hlo-opt:
 
     call-inliner,fixpoint(tuple-simplifier,cse,dce)
 
@@ -17,35 +17,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
+from ..analysis.checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Module
-
-
-class Pass:
-    name: str = ""
-    description: str = ""
-
-    def run(self, module: Module) -> bool:
-        raise TypeError(f"pass {type(self).__name__} does not define run()")
-
-
-REGISTRY: dict[str, type[Pass]] = {}
-
-
-def register(cls: type[Pass]) -> type[Pass]:
-    if not cls.name or not cls.description:
-        raise TypeError(f"pass {cls.__name__} needs a name and a description")
-    REGISTRY[cls.name] = cls
-    return cls
+# Every pass module, imported for the passes it registers (a new pass module is added here).
+from . import (batchnorm_expander, call_inliner, conditional_simplifier, constant_folding, cse,  # noqa: F401
+               dce, dot_decomposer, flatten_call_graph, fusion, multi_output_fusion,
+               optimization_barrier_expander, reshape_mover, rng_bit_generator_expander, sort_simplifier,
+               transpose_folding, tuple_simplifier, while_loop_invariant_code_motion, while_loop_simplifier,
+               zero_sized_hlo_elimination)
+from .algsimp import simplifier  # noqa: F401
+from .base import REGISTRY, Pass
 
 
 def available_passes() -> dict[str, type[Pass]]:
-    """Every registered pass, by name. Each module of this package registers its passes on import."""
-    import importlib
-    import pkgutil
-    from .. import passes
-    for info in pkgutil.iter_modules(passes.__path__):
-        importlib.import_module(f"{passes.__name__}.{info.name}")
+    """Every registered pass, by name."""
     return dict(sorted(REGISTRY.items()))
 
 
@@ -152,7 +138,6 @@ class PassRunner:
 
     @staticmethod
     def _verify(module: Module, name: str) -> None:
-        from ..analysis.checker import check_module
         try:
             check_module(module)
         except HloError as err:

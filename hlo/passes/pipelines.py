@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Union
 
 from ..diagnostics import Diagnostic, HloError
+from .fusion import InstructionFusion
 from .pass_manager import available_passes
 
 # A pipeline spec: pass names, and tuples for fixpoint(...) groups.
@@ -36,7 +37,7 @@ PIPELINE_SPECS: dict[str, Spec] = {
         "while-loop-invariant-code-motion",
         SIMPLIFY,
         "flatten-call-graph",
-        "fusion",
+        InstructionFusion.name,  # "fusion", written through the pass: the word is also an opcode's name
         "multi-output-fusion",
         "dce",
     ],

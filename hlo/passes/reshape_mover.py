@@ -26,13 +26,14 @@ from typing import Optional
 
 import numpy as np
 
+from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
+from ..opcodes import Op, Trait, has_trait
 from ..shapes import Shape
-from .analysis import has_side_effect
-from .pass_manager import Pass, register
+from .analysis import inverse_permutation, is_identity_permutation
+from .base import Pass, register
 from .rewrite import Rewriter, repeat_while_changing, replace, rewrite_unfused_computations
-from ..opcodes import Op
 
 _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only bounds pathological inputs
 
@@ -50,7 +51,7 @@ class ReshapeMover(Pass):
 # --------------------------------------------------------------------------- rearranges
 
 def is_rearrange(inst: Instruction) -> bool:
-    return inst.opcode in ("reshape", "transpose") and _is_static_array(inst.shape) \
+    return has_trait(inst.opcode, Trait.REARRANGE) and _is_static_array(inst.shape) \
         and _is_static_array(inst.operands[0].shape)
 
 
@@ -61,7 +62,7 @@ def _is_static_array(shape: Shape) -> bool:
 def is_nop_rearrange(inst: Instruction) -> bool:
     if inst.opcode == Op.RESHAPE:
         return inst.shape.dims == inst.operands[0].shape.dims
-    return tuple(inst.attrs["dimensions"]) == tuple(range(inst.shape.rank))
+    return is_identity_permutation(inst.attrs["dimensions"])
 
 
 def equivalent_rearranges(a: Instruction, b: Instruction) -> bool:
@@ -71,13 +72,6 @@ def equivalent_rearranges(a: Instruction, b: Instruction) -> bool:
     if a.opcode == Op.TRANSPOSE:
         return tuple(a.attrs["dimensions"]) == tuple(b.attrs["dimensions"])
     return a.operands[0].shape.dims == b.operands[0].shape.dims
-
-
-def inverse_permutation(perm) -> tuple[int, ...]:
-    inverse = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inverse[p] = i
-    return tuple(inverse)
 
 
 def _transposed_broadcast_dims(broadcast: Instruction, rearrange: Instruction) -> tuple[int, ...]:
@@ -203,20 +197,20 @@ def apply_inverse(anchor: Instruction, operand: Instruction, user: Instruction, 
     shape = Shape.array(operand.shape.element_type, target_dims).with_default_layouts()
     if operand.opcode == Op.CONSTANT and not operand.attrs["literal"].elided:
         array = _inverse_rearrange_array(anchor, operand.attrs["literal"].array, target_dims)
-        return rewriter.add(comp, "constant", shape, (), {"literal": Literal.from_array(array, shape)},
+        return rewriter.add(comp, Op.CONSTANT, shape, (), {"literal": Literal.from_array(array, shape)},
                             before=user, like=operand)
     if operand.opcode == Op.BROADCAST and operand.operands[0].shape.is_scalar:
-        return rewriter.add(comp, "broadcast", shape, [operand.operands[0]], {"dimensions": ()},
+        return rewriter.add(comp, Op.BROADCAST, shape, [operand.operands[0]], {"dimensions": ()},
                             before=user, like=operand)
     if operand.opcode == Op.BROADCAST and anchor.opcode == Op.TRANSPOSE:
         dims = _transposed_broadcast_dims(operand, anchor)
-        return rewriter.add(comp, "broadcast", shape, [operand.operands[0]], {"dimensions": dims},
+        return rewriter.add(comp, Op.BROADCAST, shape, [operand.operands[0]], {"dimensions": dims},
                             before=user, like=operand)
     # An elided constant or an rng: rearrange it explicitly.
     if anchor.opcode == Op.RESHAPE:
-        return rewriter.add(comp, "reshape", shape, [operand], before=user, like=operand)
+        return rewriter.add(comp, Op.RESHAPE, shape, [operand], before=user, like=operand)
     perm = inverse_permutation(anchor.attrs["dimensions"])
-    return rewriter.add(comp, "transpose", shape, [operand], {"dimensions": perm}, before=user, like=operand)
+    return rewriter.add(comp, Op.TRANSPOSE, shape, [operand], {"dimensions": perm}, before=user, like=operand)
 
 
 def _inverse_rearrange_array(anchor: Instruction, array: np.ndarray, target_dims) -> np.ndarray:

@@ -14,11 +14,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..analysis.effects import has_side_effect, is_control_predecessor
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..literal import Literal
-from ..shapes import Shape
-from .analysis import has_side_effect, is_control_predecessor, reachable_computations
 from ..opcodes import Op
+from ..shapes import Shape
+from .analysis import reachable_computations
 
 
 class Rewriter:
@@ -33,7 +34,7 @@ class Rewriter:
 
         `like`: an instruction whose metadata and source location the new one inherits.
         """
-        inst = Instruction(self.names.unique(name or opcode), opcode, shape, operands, attrs,
+        inst = Instruction(self.names.unique(name or str(opcode)), opcode, shape, operands, attrs,
                            loc=like.loc if like is not None else None)
         if like is not None:
             inst.metadata = like.metadata
@@ -42,7 +43,7 @@ class Rewriter:
     def constant(self, comp: Computation, array, shape: Shape, before: Optional[Instruction] = None,
                  like: Optional[Instruction] = None) -> Instruction:
         literal = Literal.from_array(np.asarray(array), shape)
-        return self.add(comp, "constant", shape, (), {"literal": literal}, before=before, name="constant",
+        return self.add(comp, Op.CONSTANT, shape, (), {"literal": literal}, before=before, name="constant",
                         like=like)
 
     def new_computation(self, name: str) -> Computation:
@@ -205,7 +206,7 @@ def replace_by_inlined_call(inst: Instruction, callee: Computation, operand: Ins
                             rewriter: Rewriter) -> None:
     """Replace `inst` by the instructions of `callee` applied to `operand` (a call in its place, inlined)."""
     comp = inst.parent
-    call = rewriter.add(comp, "call", inst.shape, [operand], {"to_apply": callee}, before=inst, name=inst.name,
+    call = rewriter.add(comp, Op.CALL, inst.shape, [operand], {"to_apply": callee}, before=inst, name=inst.name,
                         like=inst)
     inst.replace_all_uses_with(call)
     comp.remove(inst)

@@ -27,10 +27,10 @@ import numpy as np
 
 from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
-from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
-from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, unfused_instructions
 from ..opcodes import Op
+from ..shapes import PRIMITIVE_TYPES, PrimitiveType, Shape
+from .base import Pass, register
+from .rewrite import Rewriter, replace, unfused_instructions
 
 U32 = PRIMITIVE_TYPES["u32"]
 U64 = PRIMITIVE_TYPES["u64"]
@@ -70,7 +70,7 @@ def expand(rng: Instruction, rewriter: Rewriter, generators: dict[tuple, Computa
         generator = build_generator(rewriter, algorithm, state_shape, rng.shape)
         rng.parent.parent.add_computation(generator, before=rng.parent)
         generators[key] = generator
-    call = rewriter.add(rng.parent, "call", rng.shape, [rng.operands[0]], {"to_apply": generators[key]},
+    call = rewriter.add(rng.parent, Op.CALL, rng.shape, [rng.operands[0]], {"to_apply": generators[key]},
                         before=rng, like=rng)
     call.frontend_attributes = rng.frontend_attributes
     call.sharding = rng.sharding
@@ -113,7 +113,7 @@ class Emitter:
         return self.rewriter.add(self.comp, opcode, shape.with_default_layouts(), operands, attrs, name=name)
 
     def parameter(self, shape: Shape, name: str) -> Instruction:
-        return self.rewriter.add(self.comp, "parameter", shape, (), {"parameter_number": 0}, name=name)
+        return self.rewriter.add(self.comp, Op.PARAMETER, shape, (), {"parameter_number": 0}, name=name)
 
     def constant(self, value: int, et: PrimitiveType) -> Instruction:
         key = (value, et.name)
@@ -127,7 +127,7 @@ class Emitter:
             return scalar
         key = (id(scalar), dims)
         if key not in self._broadcasts:
-            self._broadcasts[key] = self.add("broadcast", Shape.array(scalar.shape.element_type, dims),
+            self._broadcasts[key] = self.add(Op.BROADCAST, Shape.array(scalar.shape.element_type, dims),
                                              [scalar], {"dimensions": ()})
         return self._broadcasts[key]
 
@@ -138,48 +138,48 @@ class Emitter:
         return self.add(opcode, Shape.array(et, dims), [a, b], attrs)
 
     def plus(self, a, b):
-        return self.binary("add", a, b)
+        return self.binary(Op.ADD, a, b)
 
     def xor(self, a, b):
-        return self.binary("xor", a, b)
+        return self.binary(Op.XOR, a, b)
 
     def shift_left(self, a: Instruction, n: int) -> Instruction:
-        return self.binary("shift-left", a, self.constant(n, a.shape.element_type))
+        return self.binary(Op.SHIFT_LEFT, a, self.constant(n, a.shape.element_type))
 
     def shift_right(self, a: Instruction, n: int) -> Instruction:
-        return self.binary("shift-right-logical", a, self.constant(n, a.shape.element_type))
+        return self.binary(Op.SHIFT_RIGHT_LOGICAL, a, self.constant(n, a.shape.element_type))
 
     def convert(self, a: Instruction, et: PrimitiveType) -> Instruction:
         if a.shape.element_type is et:
             return a
-        return self.add("convert", Shape.array(et, a.shape.dims), [a])
+        return self.add(Op.CONVERT, Shape.array(et, a.shape.dims), [a])
 
     def reshape(self, a: Instruction, dims) -> Instruction:
         dims = tuple(dims)
         if a.shape.dims == dims:
             return a
-        return self.add("reshape", Shape.array(a.shape.element_type, dims), [a])
+        return self.add(Op.RESHAPE, Shape.array(a.shape.element_type, dims), [a])
 
     def slice(self, a: Instruction, ranges) -> Instruction:
         """Unit-stride slice; ranges: (start, limit) per dimension."""
         dims = [hi - lo for lo, hi in ranges]
-        return self.add("slice", Shape.array(a.shape.element_type, dims), [a],
-                        {"slice": tuple((lo, hi, 1) for lo, hi in ranges)})
+        return self.add(Op.SLICE, Shape.array(a.shape.element_type, dims), [a],
+                        dict(slice=tuple((lo, hi, 1) for lo, hi in ranges)))
 
     def concatenate(self, parts: list[Instruction], dim: int) -> Instruction:
         dims = list(parts[0].shape.dims)
         dims[dim] = sum(p.shape.dims[dim] for p in parts)
-        return self.add("concatenate", Shape.array(parts[0].shape.element_type, dims), parts, {"dimensions": (dim,)})
+        return self.add(Op.CONCATENATE, Shape.array(parts[0].shape.element_type, dims), parts, {"dimensions": (dim,)})
 
     def iota(self, et: PrimitiveType, dims, dim: int) -> Instruction:
-        return self.add("iota", Shape.array(et, dims), (), {"iota_dimension": dim})
+        return self.add(Op.IOTA, Shape.array(et, dims), (), {"iota_dimension": dim})
 
     def split_u64(self, a: Instruction) -> tuple[Instruction, Instruction]:
         """(low, high) 32-bit words."""
         return self.convert(a, U32), self.convert(self.shift_right(a, 32), U32)
 
     def join_u32(self, low: Instruction, high: Instruction) -> Instruction:
-        return self.binary("or", self.convert(low, U64), self.shift_left(self.convert(high, U64), 32))
+        return self.binary(Op.OR, self.convert(low, U64), self.shift_left(self.convert(high, U64), 32))
 
     def element(self, vector: Instruction, index: int) -> Instruction:
         """Scalar element `index` of a rank-1 array."""
@@ -194,7 +194,7 @@ def build_generator(rewriter: Rewriter, algorithm: str, state_shape: Shape, resu
     param = e.parameter(state_shape, "state")
     state = param
     if state_shape.element_type is not U64:
-        state = e.add("bitcast-convert", state_shape.with_element_type(U64), [param])
+        state = e.add(Op.BITCAST_CONVERT, state_shape.with_element_type(U64), [param])
     key = e.element(state, 0)
     if algorithm == "three_fry":
         generate = threefry_bits_64 if data_shape.element_type.bits == 64 else threefry_bits_32
@@ -207,11 +207,11 @@ def build_generator(rewriter: Rewriter, algorithm: str, state_shape: Shape, resu
         counter_words = [new_low, new_high] if state_shape.dims[0] == 3 else [new_low]
     new_state = e.concatenate([e.reshape(w, (1,)) for w in [key] + counter_words], 0)
     if state_shape.element_type is not U64:
-        new_state = e.add("bitcast-convert", state_shape, [new_state])
+        new_state = e.add(Op.BITCAST_CONVERT, state_shape, [new_state])
     value = as_output_type(e, bits, data_shape.element_type)
     # The last instructions are new and used only by the result: give them the result's layouts.
     new_state.shape, value.shape = state_shape, data_shape
-    comp.root = rewriter.add(comp, "tuple", result_shape, [new_state, value])
+    comp.root = rewriter.add(comp, Op.TUPLE, result_shape, [new_state, value])
     return comp
 
 
@@ -221,7 +221,7 @@ def as_output_type(e: Emitter, words: Instruction, et: PrimitiveType) -> Instruc
     unsigned = PRIMITIVE_TYPES[f"u{bits}"]
     value = e.convert(words, unsigned)
     if unsigned is not et:
-        value = e.add("bitcast-convert", Shape.array(et, value.shape.dims), [value])
+        value = e.add(Op.BITCAST_CONVERT, Shape.array(et, value.shape.dims), [value])
     return value
 
 
@@ -236,7 +236,7 @@ def threefry2x32(e: Emitter, key: tuple[Instruction, Instruction], x0: Instructi
     for group in range(1, 6):
         for rotation in _THREEFRY_ROTATIONS[(group - 1) % 2]:
             x0 = e.plus(x0, x1)
-            rotated = e.binary("or", e.shift_left(x1, rotation), e.shift_right(x1, 32 - rotation))
+            rotated = e.binary(Op.OR, e.shift_left(x1, rotation), e.shift_right(x1, 32 - rotation))
             x1 = e.xor(x0, rotated)
         # Key injection; the round number is added to the scalar key word (same bits mod 2^32).
         x0 = e.plus(x0, ks[group % 3])
@@ -253,7 +253,7 @@ def threefry_counters(e: Emitter, counter: Instruction, dims: tuple[int, ...]) -
             continue
         index = e.iota(U64, dims, i)
         if stride != 1:
-            index = e.binary("multiply", index, e.constant(stride, U64))
+            index = e.binary(Op.MULTIPLY, index, e.constant(stride, U64))
         value = e.plus(value, index)
         stride *= dims[i]
     return value
@@ -306,8 +306,8 @@ def philox4x32(e: Emitter, key: tuple[Instruction, Instruction], x: list[Instruc
         if round_:
             k0 = e.plus(k0, e.constant(_PHILOX_W32A, U32))
             k1 = e.plus(k1, e.constant(_PHILOX_W32B, U32))
-        lo0, hi0 = e.split_u64(e.binary("multiply", e.convert(x0, U64), e.constant(_PHILOX_M4X32A, U64)))
-        lo1, hi1 = e.split_u64(e.binary("multiply", e.convert(x2, U64), e.constant(_PHILOX_M4X32B, U64)))
+        lo0, hi0 = e.split_u64(e.binary(Op.MULTIPLY, e.convert(x0, U64), e.constant(_PHILOX_M4X32A, U64)))
+        lo1, hi1 = e.split_u64(e.binary(Op.MULTIPLY, e.convert(x2, U64), e.constant(_PHILOX_M4X32B, U64)))
         x0, x1, x2, x3 = e.xor(e.xor(hi1, x1), k0), lo1, e.xor(e.xor(hi0, x3), k1), lo0
     return [x0, x1, x2, x3]
 
@@ -315,8 +315,8 @@ def philox4x32(e: Emitter, key: tuple[Instruction, Instruction], x: list[Instruc
 def _add_u128(e: Emitter, low: Instruction, high: Instruction, delta: Instruction):
     """(low + delta, high + carry) on u64 words; delta may be an array."""
     new_low = e.plus(low, delta)
-    carry = e.binary("compare", new_low, low, {"direction": "LT"})
-    new_high = e.add("select", Shape.array(U64, new_low.shape.dims),
+    carry = e.binary(Op.COMPARE, new_low, low, {"direction": "LT"})
+    new_high = e.add(Op.SELECT, Shape.array(U64, new_low.shape.dims),
                      [carry, e.broadcast(e.plus(high, e.constant(1, U64)), new_low.shape.dims),
                       e.broadcast(high, new_low.shape.dims)])
     return new_low, new_high

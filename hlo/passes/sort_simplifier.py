@@ -10,10 +10,10 @@ Sorts in fusion computations are left alone, as in XLA.
 from __future__ import annotations
 
 from ..ir import Computation, Instruction, Module
-from ..shapes import Shape
-from .pass_manager import Pass, register
-from .rewrite import Rewriter, clone_computation, unfused_instructions
 from ..opcodes import Op
+from ..shapes import Shape
+from .base import Pass, register
+from .rewrite import Rewriter, clone_computation, unfused_instructions
 
 
 @register

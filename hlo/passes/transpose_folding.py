@@ -21,8 +21,9 @@ import dataclasses
 
 from ..attributes import ConvDims
 from ..ir import Instruction, Module
-from .pass_manager import Pass, register
 from ..opcodes import Op
+from .analysis import is_identity_permutation
+from .base import Pass, register
 
 
 @register
@@ -51,7 +52,7 @@ def _fusion_and_composite_bodies(module: Module) -> set[int]:
 
 
 def _is_non_identity_transpose(inst: Instruction) -> bool:
-    return inst.opcode == Op.TRANSPOSE and tuple(inst.attrs["dimensions"]) != tuple(range(inst.shape.rank))
+    return inst.opcode == Op.TRANSPOSE and not is_identity_permutation(inst.attrs["dimensions"])
 
 
 # --------------------------------------------------------------------------- dot

@@ -18,15 +18,13 @@ After hoisting, dead code is removed and tuples are simplified, as in XLA.
 """
 from __future__ import annotations
 
+from ..analysis.effects import has_side_effect_anywhere
 from ..ir import Computation, Instruction, Module
-from .analysis import has_side_effect_anywhere
-from .pass_manager import Pass, register
+from ..opcodes import Op, Trait, has_trait
+from .base import Pass, register
 from .rewrite import Rewriter, remove_dead_instructions, simplify_tuples
 from .while_loops import known_trip_count, rebuild_while, while_loops
-from ..opcodes import Op
 
-_NOT_WORTH_HOISTING_ALONE = {"constant", "reshape", "bitcast", "broadcast", "iota", "reverse", "slice",
-                             "transpose", "tuple"}
 _DISABLE_ATTRIBUTE = "_xla_disable_loop_instr_hoisting"
 
 
@@ -94,14 +92,16 @@ def _instructions_to_hoist(body: Computation) -> list[Instruction]:
     hoisted: list[Instruction] = []
     controlled = {id(p) for i in body.instructions for p in i.control_predecessors}
     for inst in body.post_order():
-        if inst.opcode in ("parameter", "after-all") or inst is body.root or has_side_effect_anywhere(inst):
+        if inst.opcode == Op.PARAMETER or inst.opcode == Op.AFTER_ALL or inst is body.root:
+            continue
+        if has_side_effect_anywhere(inst):
             continue
         if inst.control_predecessors or id(inst) in controlled or not inst.shape.is_array:
             continue
         if not all(op.opcode == Op.CONSTANT or id(op) in invariant for op in inst.operands):
             continue
         invariant.add(id(inst))
-        if inst.opcode not in _NOT_WORTH_HOISTING_ALONE and not _is_sharding_call(inst):
+        if not has_trait(inst.opcode, Trait.NOT_WORTH_HOISTING_ALONE) and not _is_sharding_call(inst):
             hoisted.append(inst)
     # Only values something left in the body still reads need to be carried; the
     # others are hoisted along with their users.
@@ -132,7 +132,7 @@ def _copy_before_loop(loop: Instruction, to_hoist: list[Instruction], rewriter: 
             if init.opcode == Op.TUPLE:
                 new = init.operands[index]
             else:
-                new = rewriter.add(comp, "get-tuple-element", inst.shape, [init], {"index": index},
+                new = rewriter.add(comp, Op.GET_TUPLE_ELEMENT, inst.shape, [init], {"index": index},
                                    before=loop, like=inst)
         else:
             operands = [copy_of(op) for op in inst.operands]

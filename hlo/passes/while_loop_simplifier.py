@@ -25,12 +25,12 @@ while-loop-invariant-code-motion).
 """
 from __future__ import annotations
 
+from ..analysis.effects import computation_has_side_effect, has_control_dependencies, has_side_effect_anywhere
 from ..ir import Computation, Instruction, Module
-from .analysis import computation_has_side_effect, has_control_dependencies, has_side_effect_anywhere
-from .pass_manager import Pass, register
+from ..opcodes import Op
+from .base import Pass, register
 from .rewrite import Rewriter, replace, replace_by_inlined_call
 from .while_loops import known_trip_count, rebuild_while, while_loops
-from ..opcodes import Op
 
 
 @register

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..analysis.effects import computation_has_side_effect, has_side_effect_anywhere
 from ..ir import Computation, Instruction, Module
-from ..shapes import Shape
-from .analysis import (EvaluationError, computation_has_side_effect, evaluate_cone, has_side_effect_anywhere,
-                       literal_value)
-from .rewrite import Rewriter, clone_name, replace
 from ..opcodes import Op
+from ..shapes import Shape
+from .analysis import EvaluationError, evaluate_cone, literal_value
+from .rewrite import Rewriter, clone_name, replace
 
 
 def while_loops(module: Module) -> list[Instruction]:
@@ -140,16 +140,16 @@ def rebuild_while(loop: Instruction, rewriter: Rewriter, keep: list[int],
     module.add_computation(new_body, before=body)
 
     init_elements = [_element(comp, init, i, rewriter, loop) for i in keep] + list(extras)
-    new_init = rewriter.add(comp, "tuple", new_shape, init_elements, before=loop, like=init)
-    new_loop = rewriter.add(comp, "while", new_shape, [new_init], {"condition": new_cond, "body": new_body},
+    new_init = rewriter.add(comp, Op.TUPLE, new_shape, init_elements, before=loop, like=init)
+    new_loop = rewriter.add(comp, Op.WHILE, new_shape, [new_init], {"condition": new_cond, "body": new_body},
                             before=loop, name=loop.name, like=loop)
     new_loop.frontend_attributes = loop.frontend_attributes
     new_loop.backend_config = loop.backend_config
-    results = [rewriter.add(comp, "get-tuple-element", old_shapes[i], [new_loop], {"index": index_map[i]},
+    results = [rewriter.add(comp, Op.GET_TUPLE_ELEMENT, old_shapes[i], [new_loop], {"index": index_map[i]},
                             before=loop, like=loop)
                if i in index_map else _element(comp, init, i, rewriter, loop)
                for i in range(len(old_shapes))]
-    rebuilt = rewriter.add(comp, "tuple", loop.shape, results, before=loop, like=loop)
+    rebuilt = rewriter.add(comp, Op.TUPLE, loop.shape, results, before=loop, like=loop)
     replace(loop, rebuilt)
     return new_loop, body_map
 
@@ -157,7 +157,7 @@ def rebuild_while(loop: Instruction, rewriter: Rewriter, keep: list[int],
 def _element(comp: Computation, tup: Instruction, index: int, rewriter: Rewriter, before: Instruction):
     if tup.opcode == Op.TUPLE:
         return tup.operands[index]
-    return rewriter.add(comp, "get-tuple-element", tup.shape.tuple_shapes[index], [tup], {"index": index},
+    return rewriter.add(comp, Op.GET_TUPLE_ELEMENT, tup.shape.tuple_shapes[index], [tup], {"index": index},
                         before=before, like=tup)
 
 
@@ -175,7 +175,7 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
     param = comp.parameters[0]
     copy = Computation(clone_name(comp.name, names), comp.loc)
     copy.execution_thread = comp.execution_thread
-    new_param = Instruction(clone_name(param.name, names), "parameter", new_shape,
+    new_param = Instruction(clone_name(param.name, names), Op.PARAMETER, new_shape,
                             attrs={"parameter_number": 0}, loc=param.loc)
     new_param.copy_generic_attributes_from(param)
     new_param.sharding = None
@@ -185,12 +185,12 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
     is_body = root_keep is not None
 
     def gte(index: int, shape: Shape, like: Optional[Instruction] = None) -> Instruction:
-        return rewriter.add(copy, "get-tuple-element", shape, [new_param], {"index": index}, like=like or param)
+        return rewriter.add(copy, Op.GET_TUPLE_ELEMENT, shape, [new_param], {"index": index}, like=like or param)
 
     old_view: Optional[Instruction] = None
     if any(u.opcode != Op.GET_TUPLE_ELEMENT for u in param.users):
         elements = [gte(index_map[i], param.shape.tuple_shapes[i]) for i in range(old_size)]
-        old_view = rewriter.add(copy, "tuple", param.shape, elements, like=param)
+        old_view = rewriter.add(copy, Op.TUPLE, param.shape, elements, like=param)
     mapping[id(param)] = old_view if old_view is not None else new_param
     base = len(root_keep or ())
     extras = [gte(base + k, new_shape.tuple_shapes[base + k]) for k in range(extra_count)]
@@ -219,7 +219,7 @@ def _restate(comp: Computation, new_shape: Shape, index_map: dict[int, int], old
     if is_body:
         old_root = comp.root
         elements = [mapping[id(old_root.operands[i])] for i in root_keep] + extras
-        root = Instruction(clone_name(old_root.name, names), "tuple", new_shape, elements, loc=old_root.loc)
+        root = Instruction(clone_name(old_root.name, names), Op.TUPLE, new_shape, elements, loc=old_root.loc)
         root.metadata = old_root.metadata
         copy.root = copy.add(root)
     else:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import Computation, Instruction, Module
-from .analysis import has_control_dependencies, has_side_effect
-from .pass_manager import Pass, register
-from .rewrite import Rewriter, replace, rewrite_unfused_computations
 from ..opcodes import Op
+from .base import Pass, register
+from .rewrite import Rewriter, replace, rewrite_unfused_computations
 
 
 @register

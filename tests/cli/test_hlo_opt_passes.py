@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from hlo import format_module, parse_module
 from hlo.text.dot import quote
-from hlo.passes.pass_manager import REGISTRY, Pass, available_passes, run_pipeline
+from hlo.passes.base import REGISTRY, Pass
+from hlo.passes.pass_manager import available_passes, run_pipeline
 from hlo.passes.pipelines import PIPELINES, _render, missing_passes, pipeline_text
 from hlo.shapes import Shape
 from hlo_cli.hlo_opt import main

@@ -1,8 +1,9 @@
-"""flatten-call-graph: expected output, call-site invariant, interpreter equivalence."""
+"""flatten-call-graph: the call-site invariant, cloning, and interpreter equivalence (expected
+outputs in tests/golden/passes/flatten_call_graph.hlo)."""
 import numpy as np
 
 import hlo
-from hlo import format_module, parse_module
+from hlo import parse_module
 from hlo.passes.flatten_call_graph import CONTROL_FLOW_ATTRS, control_flow_sites
 from hlo.passes.rewrite import clone_computation
 from hlo.ir import NameUniquer
@@ -15,91 +16,6 @@ optimised, assert_same_outputs = FLATTEN_CALL_GRAPH.optimised, FLATTEN_CALL_GRAP
 def assert_flat(module):
     for sites in control_flow_sites(module).values():
         assert len(sites) == 1, [(i.name, a) for i, a, _ in sites]
-
-
-CALLS = """HloModule m
-add {
-  x = f32[] parameter(0)
-  y = f32[] parameter(1)
-  ROOT s = f32[] add(x, y)
-}
-inner {
-  a = f32[] parameter(0)
-  ROOT n = f32[] negate(a)
-}
-outer {
-  b = f32[] parameter(0)
-  c = f32[] call(b), to_apply=inner
-  ROOT e = f32[] exponential(c)
-}
-ENTRY main {
-  p = f32[4] parameter(0)
-  z = f32[] constant(0)
-  r = f32[] reduce(p, z), dimensions={0}, to_apply=add
-  c1 = f32[] call(r), to_apply=outer
-  c2 = f32[] call(c1), to_apply=outer
-  s = f32[] call(c2, r), to_apply=add
-  ROOT out = f32[] call(s), to_apply=inner
-}
-"""
-
-
-def test_clones_computations_called_from_several_sites():
-    module, changed = optimised(CALLS)
-    assert changed
-    assert_flat(module)
-    # outer is cloned for c2; inner is then reached from outer, outer.clone and out.
-    # add is also a reduction's to_apply (embedded), so its only call site gets a clone.
-    assert format_module(module).split("\n", 2)[2] == """%add (x: f32[], y: f32[]) -> f32[] {
-  %x = f32[] parameter(0)
-  %y = f32[] parameter(1)
-  ROOT %s = f32[] add(%x, %y)
-}
-
-%add.clone (x.clone: f32[], y.clone: f32[]) -> f32[] {
-  %x.clone = f32[] parameter(0)
-  %y.clone = f32[] parameter(1)
-  ROOT %s.clone = f32[] add(%x.clone, %y.clone)
-}
-
-%inner (a: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  ROOT %n = f32[] negate(%a)
-}
-
-%inner.clone (a.clone: f32[]) -> f32[] {
-  %a.clone = f32[] parameter(0)
-  ROOT %n.clone = f32[] negate(%a.clone)
-}
-
-%inner.clone.1 (a.clone.1: f32[]) -> f32[] {
-  %a.clone.1 = f32[] parameter(0)
-  ROOT %n.clone.1 = f32[] negate(%a.clone.1)
-}
-
-%outer (b: f32[]) -> f32[] {
-  %b = f32[] parameter(0)
-  %c = f32[] call(%b), to_apply=%inner
-  ROOT %e = f32[] exponential(%c)
-}
-
-%outer.clone (b.clone: f32[]) -> f32[] {
-  %b.clone = f32[] parameter(0)
-  %c.clone = f32[] call(%b.clone), to_apply=%inner.clone
-  ROOT %e.clone = f32[] exponential(%c.clone)
-}
-
-ENTRY %main (p: f32[4]) -> f32[] {
-  %p = f32[4]{0} parameter(0)
-  %z = f32[] constant(0)
-  %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%add
-  %c1 = f32[] call(%r), to_apply=%outer
-  %c2 = f32[] call(%c1), to_apply=%outer.clone
-  %s.1 = f32[] call(%c2, %r), to_apply=%add.clone
-  ROOT %out = f32[] call(%s.1), to_apply=%inner.clone.1
-}
-"""
-    assert_same_outputs(CALLS)
 
 
 LOOPS_AND_BRANCHES = """HloModule m
@@ -159,22 +75,6 @@ def test_while_bodies_and_repeated_branches_get_their_own_copies():
     for k in (0, 1, 7):
         x = rng.standard_normal(3).astype(np.float32)
         np.testing.assert_array_equal(hlo.run(module, x, np.int32(k))[0], hlo.run(before, x, np.int32(k))[0])
-
-
-def test_flat_modules_are_unchanged():
-    text = """HloModule m
-f {
-  a = f32[] parameter(0)
-  ROOT n = f32[] negate(a)
-}
-ENTRY e {
-  p = f32[] parameter(0)
-  ROOT c = f32[] call(p), to_apply=f
-}
-"""
-    module, changed = optimised(text)
-    assert not changed
-    assert format_module(module) == format_module(parse_module(text))
 
 
 def test_clone_computation_keeps_structure_and_control_dependencies():

@@ -1,0 +1,108 @@
+"""algsimp: algebraic simplification (XLA's AlgebraicSimplifier).
+
+Every computation (except fusion bodies, as in XLA) is visited in post order; each
+instruction's opcode selects its rules in the registry `rules.RULES` and the first rule
+that applies rewrites it. Sweeps repeat until nothing changes (bounded), which
+reaches a local fixed point per computation. The rules and their exact conditions
+are documented in docs/ALGSIMP.md.
+
+What the pass never does:
+- touch side-effecting instructions (see `hlo.analysis.effects`) or instructions tied
+  by control dependencies (XLA skips those too);
+- change an instruction's shape: a replacement has the replaced instruction's shape,
+  layout included, so bitcasts and the entry's program shape see the same layouts;
+- rewrite instructions with dynamic shapes.
+New instructions get XLA-style unique names, the metadata of the instruction they
+replace, and the default layout unless they replace an instruction (then its shape).
+"""
+from __future__ import annotations
+
+from ...analysis.effects import has_side_effect
+from ...ir import Computation, Instruction, Module
+from ...opcodes import Op
+from ..base import Pass, register
+from ..rewrite import repeat_while_changing, replace
+from .context import PassState, RewriteContext, same_shape
+from .rules import RULES
+# The rule modules register their rules on import. Where an opcode has rules in several
+# modules, the order of this import is the order they are tried in (reshapes.py's
+# operand_of_same_shape comes before the rules of conversions.py and slices.py).
+from . import arithmetic, select_compare, reshapes, conversions, slices, dot, reductions  # noqa: F401
+
+MAX_SWEEPS = 50  # per computation; XLA's rerun limit is of the same order
+
+
+@register
+class AlgebraicSimplifier(Pass):
+    name = "algsimp"
+    description = ("Algebraic simplification: identities (x+0, x*1, ...), redundant reshapes/transposes/"
+                   "broadcasts/slices, trivial dots and reductions (XLA's AlgebraicSimplifier).")
+
+    def run(self, module: Module) -> bool:
+        state = PassState(module)
+        fused = _fusion_bodies(module)
+        changed = False
+        for comp in list(module.computations):
+            if id(comp) in fused:
+                continue
+            changed |= simplify_computation(comp, state)
+        return changed
+
+
+def simplify_computation(comp: Computation, state: PassState) -> bool:
+    changed = repeat_while_changing(lambda: _sweep(comp, state), MAX_SWEEPS)
+    if changed:
+        _restore_operand_order(comp)
+    return changed
+
+
+def _sweep(comp: Computation, state: PassState) -> bool:
+    """One post-order pass over `comp`; True if some rule fired."""
+    changed = False
+    tied = {id(p) for inst in comp.instructions for p in inst.control_predecessors}
+    for inst in comp.post_order():
+        if inst.parent is not comp or not _rewritable(inst, comp, tied):
+            continue
+        for rule in RULES.get(inst.opcode, ()):
+            ctx = RewriteContext(state, comp, inst)
+            new = rule(ctx, inst)
+            if new is None:
+                ctx.discard_unused()
+                continue
+            if new is not inst:
+                if not same_shape(new.shape, inst.shape):
+                    raise AssertionError(f"algsimp rule {rule.__name__} replaced {inst.name} ({inst.shape}) "
+                                         f"by {new.name} ({new.shape})")
+                replace(inst, new)
+                ctx.discard_unused()
+            changed = True
+            break
+    return changed
+
+
+def _rewritable(inst: Instruction, comp: Computation, tied: set[int]) -> bool:
+    if inst.opcode == Op.PARAMETER or has_side_effect(inst):
+        return False
+    if inst.control_predecessors or id(inst) in tied:
+        return False
+    if not inst.users and inst is not comp.root:
+        return False  # dead: dce removes it
+    return not inst.shape.is_dynamic and not any(op.shape.is_dynamic for op in inst.operands)
+
+
+def _fusion_bodies(module: Module) -> set[int]:
+    return {id(inst.attrs["calls"]) for inst in module.instructions()
+            if inst.opcode == Op.FUSION and inst.attrs.get("calls") is not None}
+
+
+def _restore_operand_order(comp: Computation) -> None:
+    """New instructions go right before the one they replace; if the text order was not
+    operands-first to begin with, fall back to post order."""
+    seen: set[int] = set()
+    for inst in comp.instructions:
+        if any(id(op) not in seen for op in inst.operands):
+            comp.instructions = comp.post_order()
+            return
+        seen.add(id(inst))
+
+
