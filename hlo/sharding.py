@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import values as V
-from .attributes import check_sharding, format_sharding, is_tuple_sharding
+from .generic_attributes import check_sharding, format_sharding, is_tuple_sharding
 
 REPLICATED = "replicated"
 MAXIMAL = "maximal"

@@ -26,7 +26,7 @@ from typing import Optional
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait
 from ..shapes import Shape
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import Rewriter
 
 

@@ -31,7 +31,7 @@ from ..opcodes import Category, Op, ops_in
 from ..registry import OpRegistry
 from ..sharding import (HloSharding, frontend_attribute, manual_axes_of, module_meshes, sdy_sharding)
 from . import spmd_shardings as S
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .rewrite import inline_call
 
 SDY_GLOBAL_TO_LOCAL = "xla.sdy.GlobalToLocalShape"

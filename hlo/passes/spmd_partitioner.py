@@ -23,7 +23,7 @@ from ..text.parser import parse_module
 from ..text.printer import format_computation
 from . import spmd_rules  # noqa: F401  (registers the rules)
 from . import spmd_shardings as SS
-from .pass_manager import Pass, register
+from .base import Pass, register
 from .sharding_propagation import is_sharded, propagate
 from .spmd_context import RULES, Context
 

@@ -12,8 +12,8 @@ import difflib
 from typing import Optional
 
 from .. import values as V
-from ..attributes import (FrontendAttributes, Metadata, check_generic_attribute, convert_attribute, to_shape,
-                          to_shape_index, METADATA_FIELD_RE)
+from ..attributes import (FrontendAttributes, Metadata, convert_attribute, to_shape, to_shape_index, METADATA_FIELD_RE)
+from ..generic_attributes import check_generic_attribute
 from ..diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc
 from ..ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
 from ..literal import literal_from_value

@@ -8,7 +8,8 @@ Printing is a fixed point: print(parse(print(m))) == print(m).
 """
 from __future__ import annotations
 
-from ..attributes import format_attribute, format_generic_attribute, is_default
+from ..attributes import format_attribute, is_default
+from ..generic_attributes import format_generic_attribute
 from ..ir import Computation, Instruction, Module
 from ..literal import format_literal
 from ..opcodes import OPCODES, Op, Trait, ops_with

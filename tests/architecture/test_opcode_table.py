@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Strings that spell an opcode's name but mean something else where they appear.
 NOT_OPCODES = {
     ("hlo/attributes.py", "pad"): "the pad= field of a window",
-    ("hlo/attributes.py", "domain"): "the domain= attribute of the domain instruction",
+    ("hlo/generic_attributes.py", "domain"): "the domain= attribute of the domain instruction",
 }
 LIBRARY = sorted(p for folder in ("hlo", "cli") for p in (ROOT / folder).rglob("*.py")
                  if p != ROOT / "hlo" / "opcodes.py")
