@@ -36,11 +36,10 @@ except ImportError:  # run from a checkout without installing
 
 from hlo import HloError, parse_module  # noqa: E402
 from hlo.ir import Module  # noqa: E402
+from hlo.opcodes import Op, Trait  # noqa: E402
 from hlo.passes.pass_manager import run_pipeline  # noqa: E402
 from hlo.passes.pipelines import missing_passes, pipeline_text  # noqa: E402
 
-NO_CODE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
-CODE_CALLERS = frozenset({"call", "while", "conditional"})
 TARGET_FRACTION = 0.8
 TARGET_SECONDS = 2.0
 
@@ -56,13 +55,13 @@ def code_computations(module: Module):
         seen.add(id(comp))
         yield comp
         for inst in comp.instructions:
-            if inst.opcode in CODE_CALLERS:
+            if inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
                 stack.extend(inst.called_computations())
 
 
 def count_kernels(module: Module) -> int:
     return sum(1 for comp in code_computations(module) for inst in comp.instructions
-               if inst.opcode not in NO_CODE and inst.opcode not in CODE_CALLERS)
+               if not inst.info.has(Trait.NO_CODE | Trait.RUNS_COMPUTATIONS_AS_CODE) and inst.opcode != Op.BITCAST)
 
 
 @dataclass
