@@ -71,16 +71,20 @@ def factorize(n: int) -> list[int]:
     return out
 
 
+MAX_TWOS = 3            # largest power-of-two radix: 2^MAX_TWOS
+
+
 def radices(n: int) -> list[int]:
-    """The Stockham passes of length n: 8s and 4s (as few passes as possible, larger first),
-    a 2 if needed, then 3s, 5s and the other primes ascending."""
+    """The Stockham passes of length n: 2s, 4s and 8s (as few passes as possible, smaller
+    first: they are the passes of small stride, in explicit vector code), then 3s, 5s and
+    the other primes ascending."""
     factors = factorize(n)
     twos = factors.count(2)
     out = []
     if twos:
-        passes = -(-twos // 3)
+        passes = -(-twos // MAX_TWOS)
         sizes = [twos // passes + (1 if k < twos % passes else 0) for k in range(passes)]
-        out = [1 << s for s in sorted(sizes, reverse=True)]
+        out = [1 << s for s in sorted(sizes)]
     return out + [f for f in factors if f != 2]
 
 
@@ -194,8 +198,9 @@ class FftPlan:
                 lanes = self._vector_lanes(S, m)
                 if lanes:
                     twr, twi = self._expanded_twiddles(n_cur, p, S)
-                    steps.append(Step("vstage", (p, lanes, S), [("tab", twr), ("tab", twi),
-                                                                ("tab", self._twiddles(n_cur, p)), m, OUTER],
+                    tail = (S * m) % lanes != 0
+                    tw = ("tab", self._twiddles(n_cur, p)) if tail else None
+                    steps.append(Step("vstage", (p, lanes, S, tail), [("tab", twr), ("tab", twi), tw, m, OUTER],
                                       elems, outer))
                 else:
                     tw = ("tab", self._twiddles(n_cur, p)) if m > 1 else None
@@ -330,8 +335,8 @@ class FftPlan:
         if step.kind == "stage":
             return K.stage_loop(module, step.params[0], s, fin, fout, step.params[1])
         if step.kind == "vstage":
-            p, lanes, S = step.params
-            return K.stage_vector(module, p, lanes, S, s, fin, fout)
+            p, lanes, S, tail = step.params
+            return K.stage_vector(module, p, lanes, S, s, fin, fout, tail)
         if step.kind == "gstage":
             return K.stage_generic(module, s, fin, step.params[0])
         if step.kind == "gstage1":

@@ -43,10 +43,41 @@ VOID = ir.VoidType()
 CONTRACT = ("contract",)         # allow fused multiply-adds; no reassociation, NaN/inf kept
 CODELETS = (2, 3, 4, 5, 8)
 NULL = ir.Constant(PTR, None)
+NOINLINE = True
 
 
 def c64(value: int) -> ir.Constant:
     return ir.Constant(I64, int(value))
+
+
+def _const_value(v):
+    return v.constant if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) else None
+
+
+def imul(b: ir.IRBuilder, x, y):
+    """x * y for i64 values, folded when either is a constant 0 or 1."""
+    cx, cy = _const_value(x), _const_value(y)
+    if cx is not None and cy is not None:
+        return c64(cx * cy)
+    if cx == 0 or cy == 0:
+        return c64(0)
+    if cx == 1:
+        return y
+    if cy == 1:
+        return x
+    return b.mul(x, y)
+
+
+def iadd(b: ir.IRBuilder, x, y):
+    """x + y for i64 values, folded when either is a constant 0."""
+    cx, cy = _const_value(x), _const_value(y)
+    if cx is not None and cy is not None:
+        return c64(cx + cy)
+    if cx == 0:
+        return y
+    if cy == 0:
+        return x
+    return b.add(x, y)
 
 
 def suffix(scalar: ir.Type) -> str:
@@ -185,7 +216,7 @@ class Access:
         elif layout == "inter":
             i2 = b.shl(index, c64(1))
             if lanes == 1:
-                re, im = self._ld(self.p0, i2, 1), self._ld(self.p0, b.add(i2, c64(1)), 1)
+                re, im = self._ld(self.p0, i2, 1), self._ld(self.p0, iadd(b, i2, c64(1)), 1)
             else:
                 v = self._ld(self.p0, i2, 2 * lanes)
                 re = b.shuffle_vector(v, v, _mask(range(0, 2 * lanes, 2)))
@@ -214,7 +245,7 @@ class Access:
             i2 = b.shl(index, c64(1))
             if lanes == 1:
                 self._st(re, self.p0, i2)
-                self._st(im, self.p0, b.add(i2, c64(1)))
+                self._st(im, self.p0, iadd(b, i2, c64(1)))
             else:
                 mask = [k // 2 + (k % 2) * lanes for k in range(2 * lanes)]
                 self._st(b.shuffle_vector(re, im, _mask(mask)), self.p0, i2)
@@ -238,7 +269,7 @@ def loop(b: ir.IRBuilder, start, stop, body, name: str = "i", guard: bool = True
     i = b.phi(I64, name)
     i.add_incoming(start, pre)
     body(i)
-    following = b.add(i, c64(1))
+    following = iadd(b, i, c64(1))
     i.add_incoming(following, b.block)
     b.cbranch(b.icmp_signed("<", following, stop), head, done)
     b.position_at_end(done)
@@ -251,6 +282,8 @@ def _function(module: ir.Module, name: str, args: list) -> tuple[ir.Function, ir
         return found, None, False
     fn = ir.Function(module, ir.FunctionType(VOID, args), name=name)
     fn.linkage = "internal"
+    if NOINLINE:
+        fn.attributes.add("noinline")
     for arg in fn.args:
         if isinstance(arg.type, ir.PointerType):
             arg.add_attribute("noalias")
@@ -268,12 +301,12 @@ def _name(kind: str, scalar, fin: Fmt, fout: Fmt, *extra) -> str:
 
 def _twiddles(b, scalar, tw, j, p):
     """The p-1 twiddles of butterfly j from a [j][t-1] table of (re, im) pairs."""
-    base = b.mul(j, c64(2 * (p - 1)))
+    base = imul(b, j, c64(2 * (p - 1)))
     out = []
     for t in range(1, p):
-        k = b.add(base, c64(2 * (t - 1)))
+        k = iadd(b, base, c64(2 * (t - 1)))
         re = b.load(b.gep(tw, [k], inbounds=True, source_etype=scalar), typ=scalar)
-        im = b.load(b.gep(tw, [b.add(k, c64(1))], inbounds=True, source_etype=scalar), typ=scalar)
+        im = b.load(b.gep(tw, [iadd(b, k, c64(1))], inbounds=True, source_etype=scalar), typ=scalar)
         out.append((re, im))
     return out
 
@@ -293,28 +326,28 @@ def stage_loop(module: ir.Module, p: int, scalar, fin: Fmt, fout: Fmt, twiddled:
     o = Arith(b, scalar)
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
-    mS = b.mul(m, S)
-    row = b.mul(mS, c64(p))
-    pS = b.mul(S, c64(p))
+    mS = imul(b, m, S)
+    row = imul(b, mS, c64(p))
+    pS = imul(b, S, c64(p))
     body, done = fn.append_basic_block("body"), fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("<", j0, m), body, done)
     b.position_at_end(body)
 
     def per_row(r_o):
-        base = b.mul(r_o, row)
+        base = imul(b, r_o, row)
 
         def per_butterfly(j):
             ws = _twiddles(b, scalar, tw, j, p) if twiddled else None
-            first_in = b.add(base, b.mul(S, j))
-            ins = [first_in] + [b.add(first_in, b.mul(mS, c64(r))) for r in range(1, p)]
-            first_out = b.add(base, b.mul(pS, j))
-            outs = [first_out] + [b.add(first_out, b.mul(S, c64(t))) for t in range(1, p)]
+            first_in = iadd(b, base, imul(b, S, j))
+            ins = [first_in] + [iadd(b, first_in, imul(b, mS, c64(r))) for r in range(1, p)]
+            first_out = iadd(b, base, imul(b, pS, j))
+            outs = [first_out] + [iadd(b, first_out, imul(b, S, c64(t))) for t in range(1, p)]
 
             def per_column(q):
-                y = dft(o, p, [src.load(b.add(i, q)) for i in ins])
+                y = dft(o, p, [src.load(iadd(b, i, q)) for i in ins])
                 for t in range(p):
                     value = o.cmul(y[t], ws[t - 1]) if twiddled and t else y[t]
-                    dst.store(b.add(outs[t], q), value)
+                    dst.store(iadd(b, outs[t], q), value)
             loop(b, c64(0), S, per_column, "q", guard=False)
         loop(b, j0, m, per_butterfly, "j", guard=False)
     loop(b, c64(0), outer, per_row, "o")
@@ -346,45 +379,46 @@ def interleave_blocks(b: ir.IRBuilder, vectors: list, lanes: int, S: int):
     return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), _mask(mask))
 
 
-def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
+def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt, fout: Fmt,
+                 tail: bool = True) -> ir.Function:
     """vstage(src0, src1, dst0, dst1, scale, twr, twi, tw, m, outer): stage_loop's pass for a
     stride S < lanes dividing lanes, vectorised over i = q + S j in runs of `lanes`; twr/twi is
-    the expanded table w^(t (i div S)) as [t-1][i]; the last m*S mod lanes elements of a row
-    go through stage_loop (with tw)."""
-    name = _name("vstage", scalar, fin, fout, f"r{p}", f"v{lanes}", f"s{S}")
+    the expanded table w^(t (i div S)) as [t-1][i]; with `tail`, the last m*S mod lanes
+    elements of a row go through stage_loop (with tw), else m*S must be a multiple of lanes."""
+    name = _name("vstage", scalar, fin, fout, f"r{p}", f"v{lanes}", f"s{S}", "tail" if tail else "notail")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, I64, I64])
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, twr, twi, tw, m, outer = fn.args
-    tail = stage_loop(module, p, scalar, fin, fout, True)
     vty = ir.VectorType(scalar, lanes)
     o = Arith(b, vty)
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
-    mS = b.mul(m, c64(S))
-    row = b.mul(mS, c64(p))
+    mS = imul(b, m, c64(S))
+    row = imul(b, mS, c64(p))
     blocks = b.udiv(mS, c64(lanes))
     align = elem_bytes(scalar)
 
     def per_row(r_o):
-        base = b.mul(r_o, row)
+        base = imul(b, r_o, row)
 
         def per_block(k):
-            i0 = b.mul(k, c64(lanes))
-            first = b.add(base, i0)
-            y = dft(o, p, [src.load(b.add(first, b.mul(mS, c64(r))), lanes) for r in range(p)])
+            i0 = imul(b, k, c64(lanes))
+            first = iadd(b, base, i0)
+            y = dft(o, p, [src.load(iadd(b, first, imul(b, mS, c64(r))), lanes) for r in range(p)])
             for t in range(1, p):
-                at = b.add(b.mul(mS, c64(t - 1)), i0)
+                at = iadd(b, imul(b, mS, c64(t - 1)), i0)
                 w = tuple(b.load(b.gep(tab, [at], inbounds=True, source_etype=scalar), typ=vty, align=align)
                           for tab in (twr, twi))
                 y[t] = o.cmul(y[t], w)
             re = interleave_blocks(b, [v[0] for v in y], lanes, S)
             im = interleave_blocks(b, [v[1] for v in y], lanes, S)
-            dst.store(b.add(base, b.mul(i0, c64(p))), (re, im), p * lanes)
+            dst.store(iadd(b, base, imul(b, i0, c64(p))), (re, im), p * lanes)
         loop(b, c64(0), blocks, per_block, "k")
     loop(b, c64(0), outer, per_row, "o")
-    j0 = b.mul(blocks, c64(lanes // S))
-    b.call(tail, [src0, src1, dst0, dst1, scale, tw, m, c64(S), outer, j0])
+    if tail:
+        j0 = imul(b, blocks, c64(lanes // S))
+        b.call(stage_loop(module, p, scalar, fin, fout, True), [src0, src1, dst0, dst1, scale, tw, m, c64(S), outer, j0])
     b.ret_void()
     return fn
 
@@ -401,27 +435,27 @@ def stage_generic(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Fun
     o = Arith(b, scalar)
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, SPLIT, dst0, dst1, scalar)
-    mS = b.mul(m, S)
-    row = b.mul(mS, p)
-    pS = b.mul(S, p)
+    mS = imul(b, m, S)
+    row = imul(b, mS, p)
+    pS = imul(b, S, p)
 
     def per_row(r_o):
-        base = b.mul(r_o, row)
+        base = imul(b, r_o, row)
 
         def per_butterfly(j):
-            first_in = b.add(base, b.mul(S, j))
+            first_in = iadd(b, base, imul(b, S, j))
 
             def per_output(t):
-                out = b.add(b.add(base, b.mul(pS, j)), b.mul(S, t))
-                loop(b, c64(0), S, lambda q: dst.store(b.add(out, q), src.load(b.add(first_in, q))), "q0", False)
+                out = iadd(b, iadd(b, base, imul(b, pS, j)), imul(b, S, t))
+                loop(b, c64(0), S, lambda q: dst.store(iadd(b, out, q), src.load(iadd(b, first_in, q))), "q0", False)
 
                 def per_input(r):
-                    k = b.urem(b.mul(r, t), p)
+                    k = b.urem(imul(b, r, t), p)
                     w = tuple(b.load(b.gep(tab, [k], inbounds=True, source_etype=scalar), typ=scalar)
                               for tab in (wr, wi))
-                    at = b.add(first_in, b.mul(mS, r))
+                    at = iadd(b, first_in, imul(b, mS, r))
                     loop(b, c64(0), S, lambda q: dst.store(
-                        b.add(out, q), o.cadd(dst.load(b.add(out, q)), o.cmul(src.load(b.add(at, q)), w))),
+                        iadd(b, out, q), o.cadd(dst.load(iadd(b, out, q)), o.cmul(src.load(iadd(b, at, q)), w))),
                         "q1", False)
                 loop(b, c64(1), p, per_input, "r")
                 if twiddled:
@@ -429,10 +463,10 @@ def stage_generic(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Fun
                     after = b.block.function.append_basic_block("twiddled")
                     b.cbranch(b.icmp_signed(">", t, c64(0)), later, after)
                     b.position_at_end(later)
-                    k = b.shl(b.add(b.mul(j, b.sub(p, c64(1))), b.sub(t, c64(1))), c64(1))
+                    k = b.shl(iadd(b, imul(b, j, b.sub(p, c64(1))), b.sub(t, c64(1))), c64(1))
                     w = tuple(b.load(b.gep(tw, [i], inbounds=True, source_etype=scalar), typ=scalar)
-                              for i in (k, b.add(k, c64(1))))
-                    loop(b, c64(0), S, lambda q: dst.store(b.add(out, q), o.cmul(dst.load(b.add(out, q)), w)),
+                              for i in (k, iadd(b, k, c64(1))))
+                    loop(b, c64(0), S, lambda q: dst.store(iadd(b, out, q), o.cmul(dst.load(iadd(b, out, q)), w)),
                          "q2", False)
                     b.branch(after)
                     b.position_at_end(after)
@@ -456,26 +490,26 @@ def stage_generic_rows(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> i
     dst = Access(b, SPLIT, dst0, dst1, scalar)
     twa = Access(b, Fmt("inter"), tw, tw, scalar)
     wa = Access(b, SPLIT, wr, wi, scalar)
-    row = b.mul(m, p)
+    row = imul(b, m, p)
 
     def per_row(r_o):
-        base = b.mul(r_o, row)
+        base = imul(b, r_o, row)
 
         def per_butterfly(j):
-            out = b.add(base, b.mul(p, j))
-            first = src.load(b.add(base, j))
-            loop(b, c64(0), p, lambda t: dst.store(b.add(out, t), first), "t0", False)
+            out = iadd(b, base, imul(b, p, j))
+            first = src.load(iadd(b, base, j))
+            loop(b, c64(0), p, lambda t: dst.store(iadd(b, out, t), first), "t0", False)
 
             def per_input(r):
-                a = src.load(b.add(b.add(base, j), b.mul(m, r)))
-                wrow = b.mul(r, p)
+                a = src.load(iadd(b, iadd(b, base, j), imul(b, m, r)))
+                wrow = imul(b, r, p)
                 loop(b, c64(0), p, lambda t: dst.store(
-                    b.add(out, t), o.cadd(dst.load(b.add(out, t)), o.cmul(a, wa.load(b.add(wrow, t))))), "t1", False)
+                    iadd(b, out, t), o.cadd(dst.load(iadd(b, out, t)), o.cmul(a, wa.load(iadd(b, wrow, t))))), "t1", False)
             loop(b, c64(1), p, per_input, "r")
             if twiddled:
-                wbase = b.sub(b.mul(j, b.sub(p, c64(1))), c64(1))
+                wbase = b.sub(imul(b, j, b.sub(p, c64(1))), c64(1))
                 loop(b, c64(1), p, lambda t: dst.store(
-                    b.add(out, t), o.cmul(dst.load(b.add(out, t)), twa.load(b.add(wbase, t)))), "t2", False)
+                    iadd(b, out, t), o.cmul(dst.load(iadd(b, out, t)), twa.load(iadd(b, wbase, t)))), "t2", False)
         loop(b, c64(0), m, per_butterfly, "j", False)
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
@@ -500,23 +534,23 @@ def pointwise(module: ir.Module, scalar, fin: Fmt, fout: Fmt, table: bool, flat:
     zero = (o.const(0.0), o.const(0.0))
 
     def per_row(r_o):
-        sb, db = b.mul(r_o, sos), b.mul(r_o, dos)
+        sb, db = imul(b, r_o, sos), imul(b, r_o, dos)
         if flat:
             def per_elem(j):
-                v = src.load(b.add(sb, j))
-                dst.store(b.add(db, j), o.cmul(v, tab.load(j)) if table else v)
+                v = src.load(iadd(b, sb, j))
+                dst.store(iadd(b, db, j), o.cmul(v, tab.load(j)) if table else v)
             loop(b, c64(0), valid, per_elem, "j")
         else:
             def per_line(j):
                 w = tab.load(j) if table else None
-                sj, dj = b.add(sb, b.mul(j, H)), b.add(db, b.mul(j, H))
+                sj, dj = iadd(b, sb, imul(b, j, H)), iadd(b, db, imul(b, j, H))
 
                 def per_col(h):
-                    v = src.load(b.add(sj, h))
-                    dst.store(b.add(dj, h), o.cmul(v, w) if table else v)
+                    v = src.load(iadd(b, sj, h))
+                    dst.store(iadd(b, dj, h), o.cmul(v, w) if table else v)
                 loop(b, c64(0), H, per_col, "h")
             loop(b, c64(0), valid, per_line, "j")
-        loop(b, b.mul(valid, H), b.mul(rows, H), lambda k: dst.store(b.add(db, k), zero), "z")
+        loop(b, imul(b, valid, H), imul(b, rows, H), lambda k: dst.store(iadd(b, db, k), zero), "z")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn
@@ -538,17 +572,17 @@ def r2c_post(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     half = o.const(0.5)
 
     def per_row(r_o):
-        sb = b.mul(r_o, h)
-        db = b.mul(r_o, b.add(h, c64(1)))
+        sb = imul(b, r_o, h)
+        db = imul(b, r_o, iadd(b, h, c64(1)))
         z0 = src.load(sb)
         dst.store(db, (o.add(z0[0], z0[1]), o.const(0.0)))
-        dst.store(b.add(db, h), (o.sub(z0[0], z0[1]), o.const(0.0)))
+        dst.store(iadd(b, db, h), (o.sub(z0[0], z0[1]), o.const(0.0)))
 
         def per_bin(k):
-            a = src.load(b.add(sb, k))
-            c = o.conj(src.load(b.sub(b.add(sb, h), k)))
+            a = src.load(iadd(b, sb, k))
+            c = o.conj(src.load(b.sub(iadd(b, sb, h), k)))
             x = o.cadd(o.rmul(o.cadd(a, c), half), o.cmul(o.csub(a, c), tab.load(k)))
-            dst.store(b.add(db, k), x)
+            dst.store(iadd(b, db, k), x)
         loop(b, c64(1), h, per_bin, "k")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
@@ -570,16 +604,16 @@ def c2r_pre(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     tab = Access(b, SPLIT, dr, di, scalar)
 
     def per_row(r_o):
-        sb = b.mul(r_o, b.add(h, c64(1)))
-        db = b.mul(r_o, h)
+        sb = imul(b, r_o, iadd(b, h, c64(1)))
+        db = imul(b, r_o, h)
         x0 = src.load(sb)[0]
-        xh = src.load(b.add(sb, h))[0]
+        xh = src.load(iadd(b, sb, h))[0]
         dst.store(db, (o.add(x0, xh), o.sub(x0, xh)))
 
         def per_bin(k):
-            a = src.load(b.add(sb, k))
-            c = o.conj(src.load(b.sub(b.add(sb, h), k)))
-            dst.store(b.add(db, k), o.cadd(o.cadd(a, c), o.cmul(o.csub(a, c), tab.load(k))))
+            a = src.load(iadd(b, sb, k))
+            c = o.conj(src.load(b.sub(iadd(b, sb, h), k)))
+            dst.store(iadd(b, db, k), o.cadd(o.cadd(a, c), o.cmul(o.csub(a, c), tab.load(k))))
         loop(b, c64(1), h, per_bin, "k")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
@@ -597,12 +631,12 @@ def hermitian(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     o = Arith(b, scalar)
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
-    kept = b.add(b.lshr(n, c64(1)), c64(1))
+    kept = iadd(b, b.lshr(n, c64(1)), c64(1))
 
     def per_row(r_o):
-        sb, db = b.mul(r_o, kept), b.mul(r_o, n)
-        loop(b, c64(0), kept, lambda k: dst.store(b.add(db, k), src.load(b.add(sb, k))), "k0")
-        loop(b, kept, n, lambda k: dst.store(b.add(db, k), o.conj(src.load(b.sub(b.add(sb, n), k)))), "k1")
+        sb, db = imul(b, r_o, kept), imul(b, r_o, n)
+        loop(b, c64(0), kept, lambda k: dst.store(iadd(b, db, k), src.load(iadd(b, sb, k))), "k0")
+        loop(b, kept, n, lambda k: dst.store(iadd(b, db, k), o.conj(src.load(b.sub(iadd(b, sb, n), k)))), "k1")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn

@@ -176,8 +176,8 @@ def test_special_values(fft_type, bits):
 # --------------------------------------------------------------------------- plans and IR
 
 def test_radices_and_algorithm_choice():
-    assert radices(1024) == [8, 8, 4, 4]
-    assert radices(128) == [8, 4, 4]
+    assert radices(1024) == [4, 4, 8, 8]
+    assert radices(128) == [4, 4, 8]
     assert radices(1000) == [8, 5, 5, 5]
     assert radices(38) == [2, 19]
     assert not uses_bluestein(31) and uses_bluestein(97) and uses_bluestein(2 * 53)
