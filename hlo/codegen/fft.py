@@ -108,7 +108,6 @@ class Step:
     outer: int = 1         # rows per batch element
     read_swap: bool = False
     write_swap: bool = False
-    split_only: bool = False
 
 
 @dataclass
@@ -178,6 +177,10 @@ class FftPlan:
         w = _unit(j * t, n)
         return self._table(f"tw.{n}.{p}", np.stack([w.real, w.imag], axis=-1))
 
+    def _generic_twiddles(self, n: int, p: int) -> tuple[str, str]:
+        """[j][t] of w_n^(t j), j < n/p, t < p."""
+        return self._split_table(f"twg.{n}.{p}", _unit(np.outer(np.arange(n // p), np.arange(p)), n))
+
     def _expanded_twiddles(self, n: int, p: int, S: int) -> tuple[str, str]:
         """[t-1][i] of w_n^(t (i div S)), i < S n / p."""
         j = (np.arange(S * (n // p)) // S)[None, :]
@@ -204,21 +207,25 @@ class FftPlan:
                                       elems, outer))
                 else:
                     tw = ("tab", self._twiddles(n_cur, p)) if m > 1 else None
-                    steps.append(Step("stage", (p, m > 1), [tw, m, S, OUTER, 0], elems, outer))
+                    steps.append(Step("stage", (p, self._fit(S), m > 1), [tw, m, S, OUTER, 0], elems, outer))
             else:
-                tw = ("tab", self._twiddles(n_cur, p)) if m > 1 else None
+                twr, twi = (("tab", name) for name in self._generic_twiddles(n_cur, p)) if m > 1 else (None, None)
                 if S == 1:
                     wr, wi = self._split_table(f"wmat.{p}", _unit(np.outer(np.arange(p), np.arange(p)), p))
-                    steps.append(Step("gstage1", (m > 1,), [tw, ("tab", wr), ("tab", wi), p, m, OUTER], elems,
-                                      outer, split_only=True))
+                    steps.append(Step("gstage1", (self._fit(p), m > 1),
+                                      [twr, twi, ("tab", wr), ("tab", wi), p, m, OUTER], elems, outer))
                 else:
                     wr, wi = self._split_table(f"roots.{p}", _unit(np.arange(p), p))
-                    steps.append(Step("gstage", (m > 1,), [tw, ("tab", wr), ("tab", wi), p, m, S, OUTER], elems,
-                                      outer, split_only=True))
+                    steps.append(Step("gstage", (self._fit(S), m > 1),
+                                      [twr, twi, ("tab", wr), ("tab", wi), p, m, S, OUTER], elems, outer))
             span *= p
         steps[0].read_swap = read_swap
         steps[-1].write_swap = write_swap
         return steps
+
+    def _fit(self, count: int) -> int:
+        """Lanes of the runs of a kernel loop over `count` >= 1 elements: a power of two <= count."""
+        return min(self.lanes, K.pow2_floor(count))
 
     def _vector_lanes(self, S: int, m: int) -> int:
         """Lanes of an explicit vector pass with stride S over m butterflies (0: none)."""
@@ -232,7 +239,8 @@ class FftPlan:
 
     def _pointwise(self, outer, valid, rows, H, sos, dos, table=None, read_swap=False, write_swap=False) -> Step:
         tr, ti = (("tab", table[0]), ("tab", table[1])) if table else (None, None)
-        return Step("pointwise", (table is not None, H == 1), [tr, ti, valid, rows, H, sos, dos, OUTER],
+        lanes = self._fit(valid if H == 1 else H)
+        return Step("pointwise", (lanes, table is not None, H == 1), [tr, ti, valid, rows, H, sos, dos, OUTER],
                     outer * rows * H, outer, read_swap, write_swap)
 
     def _cfft(self, n: int, H: int, outer: int, inverse: bool, out_rows: int | None = None) -> list[Step]:
@@ -269,7 +277,7 @@ class FftPlan:
         else:                  # i w^-k
             table = self._split_table(f"c2r.{n}", -np.sin(theta) + 1j * np.cos(theta))
             elems = rows * h
-        return Step(kind, (), [("tab", table[0]), ("tab", table[1]), h, OUTER], elems, rows)
+        return Step(kind, (self._fit(max(h - 1, 1)),), [("tab", table[0]), ("tab", table[1]), h, OUTER], elems, rows)
 
     def _build(self) -> list[Step]:
         L = self.lengths
@@ -301,12 +309,10 @@ class FftPlan:
                 if n > 2:
                     steps += self._cfft(n // 2, 1, rows, True)
             elif n > 1:
-                steps.append(Step("hermitian", (), [n, OUTER], rows * n, rows))
+                steps.append(Step("hermitian", (self._fit(n // 2),), [n, OUTER], rows * n, rows))
                 steps += self._cfft(n, 1, rows, True)
-        if not steps or steps[-1].split_only:
-            # a copy (all axes of length 1) or a format change of the last pass's split result;
-            # counted in complex elements (an even IRFFT output holds pairs of real values)
-            elems = _prod(self.out_dims) // (2 if self.out_layout == "inter" and not self.out_complex else 1)
+        if not steps:   # all axes of length 1: a copy (or a change between real and complex)
+            elems = _prod(self.out_dims)
             steps.append(self._pointwise(1, elems, elems, 1, elems, elems))
         return steps
 
@@ -333,17 +339,19 @@ class FftPlan:
     def _kernel(self, module: ir.Module, step: Step, fin: Fmt, fout: Fmt) -> ir.Function:
         s = self.scalar
         if step.kind == "stage":
-            return K.stage_loop(module, step.params[0], s, fin, fout, step.params[1])
+            p, lanes, twiddled = step.params
+            return K.stage_loop(module, p, lanes, s, fin, fout, twiddled)
         if step.kind == "vstage":
             p, lanes, S, tail = step.params
             return K.stage_vector(module, p, lanes, S, s, fin, fout, tail)
         if step.kind == "gstage":
-            return K.stage_generic(module, s, fin, step.params[0])
+            return K.stage_generic(module, step.params[0], s, fin, fout, step.params[1])
         if step.kind == "gstage1":
-            return K.stage_generic_rows(module, s, fin, step.params[0])
+            return K.stage_generic_rows(module, step.params[0], s, fin, fout, step.params[1])
         if step.kind == "pointwise":
-            return K.pointwise(module, s, fin, fout, *step.params)
-        return {"r2c": K.r2c_post, "c2r": K.c2r_pre, "hermitian": K.hermitian}[step.kind](module, s, fin, fout)
+            return K.pointwise(module, step.params[0], s, fin, fout, *step.params[1:])
+        kernel = {"r2c": K.r2c_post, "c2r": K.c2r_pre, "hermitian": K.hermitian}[step.kind]
+        return kernel(module, step.params[0], s, fin, fout)
 
     def _global(self, module: ir.Module, name: str) -> ir.GlobalVariable:
         found = module.globals.get(name)

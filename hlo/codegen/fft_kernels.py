@@ -110,11 +110,16 @@ class Arith:
 
     def __init__(self, b: ir.IRBuilder, ty: ir.Type):
         self.b, self.ty = b, ty
+        self.home = b.block          # vector constants are splats emitted here (shorter IR text)
+        self._consts = {}
 
     def const(self, x: float):
-        if isinstance(self.ty, ir.VectorType):
-            return ir.Constant(self.ty, [ir.Constant(self.ty.element, float(x))] * self.ty.count)
-        return ir.Constant(self.ty, float(x))
+        if not isinstance(self.ty, ir.VectorType):
+            return ir.Constant(self.ty, float(x))
+        if float(x) not in self._consts:
+            with self.b.goto_block(self.home):
+                self._consts[float(x)] = splat(self.b, ir.Constant(self.ty.element, float(x)), self.ty.count)
+        return self._consts[float(x)]
 
     def add(self, x, y):
         return self.b.fadd(x, y, flags=CONTRACT)
@@ -190,6 +195,37 @@ def _mask(values) -> ir.Constant:
     return ir.Constant(ir.VectorType(I32, len(values)), [ir.Constant(I32, v) for v in values])
 
 
+class _ZeroMask(ir.Constant):
+    """An all-zero shuffle mask, spelled zeroinitializer."""
+
+    def __init__(self, lanes: int):
+        super().__init__(ir.VectorType(I32, lanes), [ir.Constant(I32, 0)] * lanes)
+
+    def _get_reference(self):
+        return "zeroinitializer"
+
+
+def splat(b: ir.IRBuilder, value, lanes: int):
+    """A vector of `lanes` copies of a scalar (the scalar itself for one lane)."""
+    if lanes == 1:
+        return value
+    one = ir.VectorType(value.type, 1)
+    v = b.insert_element(ir.Constant(one, ir.Undefined), value, ir.Constant(I32, 0))
+    return b.shuffle_vector(v, ir.Constant(one, ir.Undefined), _ZeroMask(lanes))
+
+
+def reverse(b: ir.IRBuilder, v, lanes: int):
+    return v if lanes == 1 else b.shuffle_vector(v, v, _mask(range(lanes - 1, -1, -1)))
+
+
+def _memset(module: ir.Module) -> ir.Function:
+    name = "llvm.memset.p0.i64"
+    found = module.globals.get(name)
+    if found is None:
+        found = ir.Function(module, ir.FunctionType(VOID, [PTR, ir.IntType(8), I64, ir.IntType(1)]), name=name)
+    return found
+
+
 class Access:
     """Loads and stores of complex elements (scalars or runs of `lanes`) in one format."""
 
@@ -210,6 +246,7 @@ class Access:
         self.b.store(value, self._at(base, index), align=self.align)
 
     def load(self, index, lanes: int = 1):
+        """Elements index .. index + lanes - 1 as (re, im)."""
         b, layout = self.b, self.fmt.layout
         if layout == "split":
             re, im = self._ld(self.p0, index, lanes), self._ld(self.p1, index, lanes)
@@ -225,15 +262,17 @@ class Access:
             re, im = self._ld(self.p0, index, lanes), Arith(b, self._ty(lanes)).const(0.0)
         return (im, re) if self.fmt.swap else (re, im)
 
+    def load_reversed(self, last, lanes: int = 1):
+        """Elements last, last - 1, ..., last - lanes + 1."""
+        re, im = self.load(self.b.sub(last, c64(lanes - 1)) if lanes > 1 else last, lanes)
+        return reverse(self.b, re, lanes), reverse(self.b, im, lanes)
+
     def store(self, index, value, lanes: int = 1) -> None:
+        """Elements index .. index + lanes - 1 from (re, im)."""
         b, layout = self.b, self.fmt.layout
         re, im = value
         if self.fmt.scale:
-            s = self.scale
-            if lanes > 1:
-                s = b.shuffle_vector(b.insert_element(ir.Constant(ir.VectorType(self.scalar, 1), ir.Undefined),
-                                                      s, ir.Constant(I32, 0)),
-                                     ir.Constant(ir.VectorType(self.scalar, 1), ir.Undefined), _mask([0] * lanes))
+            s = splat(b, self.scale, lanes)
             o = Arith(b, self._ty(lanes))
             re, im = o.mul(re, s), o.mul(im, s)
         if self.fmt.swap:
@@ -251,6 +290,15 @@ class Access:
                 self._st(b.shuffle_vector(re, im, _mask(mask)), self.p0, i2)
         else:
             self._st(re, self.p0, index)
+
+    def zero(self, start, count) -> None:
+        """Elements start .. start + count - 1 set to 0 (memset)."""
+        b = self.b
+        memset = _memset(b.module)
+        scale = 2 if self.fmt.layout == "inter" else 1
+        start, count = imul(b, start, c64(scale)), imul(b, count, c64(scale * self.align))
+        for base in ((self.p0, self.p1) if self.fmt.layout == "split" else (self.p0,)):
+            b.call(memset, [self._at(base, start), ir.Constant(ir.IntType(8), 0), count, ir.Constant(ir.IntType(1), 0)])
 
 
 # --------------------------------------------------------------------------- control flow
@@ -272,6 +320,55 @@ def loop(b: ir.IRBuilder, start, stop, body, name: str = "i", guard: bool = True
     following = iadd(b, i, c64(1))
     i.add_incoming(following, b.block)
     b.cbranch(b.icmp_signed("<", following, stop), head, done)
+    b.position_at_end(done)
+
+
+def loop_carry(b: ir.IRBuilder, start, stop, inits: list, body, name: str = "r") -> list:
+    """values = inits; for i in range(start, stop): values = body(i, values); return values.
+    start < stop is required."""
+    pre = b.block
+    fn = pre.function
+    head = fn.append_basic_block(f"{name}.loop")
+    done = fn.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name)
+    i.add_incoming(start, pre)
+    carried = []
+    for value in inits:
+        phi = b.phi(value.type)
+        phi.add_incoming(value, pre)
+        carried.append(phi)
+    new = list(body(i, carried))
+    latch = b.block
+    following = iadd(b, i, c64(1))
+    i.add_incoming(following, latch)
+    for phi, value in zip(carried, new):
+        phi.add_incoming(value, latch)
+    b.cbranch(b.icmp_signed("<", following, stop), head, done)
+    b.position_at_end(done)
+    return new
+
+
+def vloop(b: ir.IRBuilder, count, lanes: int, body, name: str = "q") -> None:
+    """body(q) for q = 0, lanes, 2 lanes, ... and a last run at count - lanes, which overlaps
+    the one before when lanes does not divide count (the body must be idempotent: the kernels
+    are out of place). Nothing runs when count < lanes. The select in the induction also keeps
+    LLVM's loop vectoriser away (the body is already vector code)."""
+    pre = b.block
+    fn = pre.function
+    head = fn.append_basic_block(f"{name}.loop")
+    done = fn.append_basic_block(f"{name}.done")
+    last = b.sub(count, c64(lanes))
+    b.cbranch(b.icmp_signed(">=", last, c64(0)), head, done)
+    b.position_at_end(head)
+    q = b.phi(I64, name)
+    q.add_incoming(c64(0), pre)
+    body(q)
+    following = iadd(b, q, c64(lanes))
+    following = b.select(b.icmp_signed("<", following, last), following, last)
+    q.add_incoming(following, b.block)
+    b.cbranch(b.icmp_signed("==", q, last), done, head)
     b.position_at_end(done)
 
 
@@ -299,31 +396,27 @@ def _name(kind: str, scalar, fin: Fmt, fout: Fmt, *extra) -> str:
     return ".".join(parts)
 
 
-def _twiddles(b, scalar, tw, j, p):
-    """The p-1 twiddles of butterfly j from a [j][t-1] table of (re, im) pairs."""
-    base = imul(b, j, c64(2 * (p - 1)))
-    out = []
-    for t in range(1, p):
-        k = iadd(b, base, c64(2 * (t - 1)))
-        re = b.load(b.gep(tw, [k], inbounds=True, source_etype=scalar), typ=scalar)
-        im = b.load(b.gep(tw, [iadd(b, k, c64(1))], inbounds=True, source_etype=scalar), typ=scalar)
-        out.append((re, im))
-    return out
+def _vty(scalar, lanes: int):
+    return scalar if lanes == 1 else ir.VectorType(scalar, lanes)
+
+
+def _scalar_load(b, scalar, table, index):
+    return b.load(b.gep(table, [index], inbounds=True, source_etype=scalar), typ=scalar)
 
 
 # --------------------------------------------------------------------------- Stockham passes
 
-def stage_loop(module: ir.Module, p: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
+def stage_loop(module: ir.Module, p: int, lanes: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
     """stage(src0, src1, dst0, dst1, scale, tw, m, S, outer, j0): for each row o < outer,
-    butterfly j in [j0, m) and q < S:
+    butterfly j in [j0, m) and q < S (in runs of `lanes` <= S):
         y = DFT_p(src[q + S (j + m r)] for r < p);  dst[q + S (p j + t)] = y[t] w^(t j)
     with w = exp(-2 pi i / (p m)) from tw ([j][t-1] pairs; unused when not twiddled)."""
-    name = _name("stage", scalar, fin, fout, f"r{p}", "tw" if twiddled else "notw")
+    name = _name("stage", scalar, fin, fout, f"r{p}", f"v{lanes}", "tw" if twiddled else "notw")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, I64, I64, I64, I64])
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, tw, m, S, outer, j0 = fn.args
-    o = Arith(b, scalar)
+    o = Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     mS = imul(b, m, S)
@@ -337,18 +430,22 @@ def stage_loop(module: ir.Module, p: int, scalar, fin: Fmt, fout: Fmt, twiddled:
         base = imul(b, r_o, row)
 
         def per_butterfly(j):
-            ws = _twiddles(b, scalar, tw, j, p) if twiddled else None
+            ws = []
+            if twiddled:
+                at = imul(b, j, c64(2 * (p - 1)))
+                for t in range(1, p):
+                    k = iadd(b, at, c64(2 * (t - 1)))
+                    ws.append(tuple(splat(b, _scalar_load(b, scalar, tw, i), lanes) for i in (k, iadd(b, k, c64(1)))))
             first_in = iadd(b, base, imul(b, S, j))
             ins = [first_in] + [iadd(b, first_in, imul(b, mS, c64(r))) for r in range(1, p)]
             first_out = iadd(b, base, imul(b, pS, j))
             outs = [first_out] + [iadd(b, first_out, imul(b, S, c64(t))) for t in range(1, p)]
 
-            def per_column(q):
-                y = dft(o, p, [src.load(iadd(b, i, q)) for i in ins])
+            def per_run(q):
+                y = dft(o, p, [src.load(iadd(b, i, q), lanes) for i in ins])
                 for t in range(p):
-                    value = o.cmul(y[t], ws[t - 1]) if twiddled and t else y[t]
-                    dst.store(iadd(b, outs[t], q), value)
-            loop(b, c64(0), S, per_column, "q", guard=False)
+                    dst.store(iadd(b, outs[t], q), o.cmul(y[t], ws[t - 1]) if twiddled and t else y[t], lanes)
+            vloop(b, S, lanes, per_run)
         loop(b, j0, m, per_butterfly, "j", guard=False)
     loop(b, c64(0), outer, per_row, "o")
     b.branch(done)
@@ -379,6 +476,10 @@ def interleave_blocks(b: ir.IRBuilder, vectors: list, lanes: int, S: int):
     return b.shuffle_vector(cat, ir.Constant(cat.type, ir.Undefined), _mask(mask))
 
 
+def pow2_floor(n: int) -> int:
+    return 1 << (max(int(n), 1).bit_length() - 1)
+
+
 def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt, fout: Fmt,
                  tail: bool = True) -> ir.Function:
     """vstage(src0, src1, dst0, dst1, scale, twr, twi, tw, m, outer): stage_loop's pass for a
@@ -394,10 +495,10 @@ def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt
     o = Arith(b, vty)
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
+    tws = Access(b, SPLIT, twr, twi, scalar)
     mS = imul(b, m, c64(S))
     row = imul(b, mS, c64(p))
     blocks = b.udiv(mS, c64(lanes))
-    align = elem_bytes(scalar)
 
     def per_row(r_o):
         base = imul(b, r_o, row)
@@ -407,10 +508,7 @@ def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt
             first = iadd(b, base, i0)
             y = dft(o, p, [src.load(iadd(b, first, imul(b, mS, c64(r))), lanes) for r in range(p)])
             for t in range(1, p):
-                at = iadd(b, imul(b, mS, c64(t - 1)), i0)
-                w = tuple(b.load(b.gep(tab, [at], inbounds=True, source_etype=scalar), typ=vty, align=align)
-                          for tab in (twr, twi))
-                y[t] = o.cmul(y[t], w)
+                y[t] = o.cmul(y[t], tws.load(iadd(b, imul(b, mS, c64(t - 1)), i0), lanes))
             re = interleave_blocks(b, [v[0] for v in y], lanes, S)
             im = interleave_blocks(b, [v[1] for v in y], lanes, S)
             dst.store(iadd(b, base, imul(b, i0, c64(p))), (re, im), p * lanes)
@@ -418,23 +516,24 @@ def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt
     loop(b, c64(0), outer, per_row, "o")
     if tail:
         j0 = imul(b, blocks, c64(lanes // S))
-        b.call(stage_loop(module, p, scalar, fin, fout, True), [src0, src1, dst0, dst1, scale, tw, m, c64(S), outer, j0])
+        b.call(stage_loop(module, p, pow2_floor(S), scalar, fin, fout, True),
+               [src0, src1, dst0, dst1, scale, tw, m, c64(S), outer, j0])
     b.ret_void()
     return fn
 
 
-def stage_generic(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Function:
-    """gstage(src0, src1, dst0, dst1, scale, tw, wr, wi, p, m, S, outer): stage_loop's pass
-    for any radix p, the butterfly as sum_r a[r] w_p^(r t mod p) with the p roots in wr/wi,
-    accumulated in the (split) destination."""
-    name = _name("gstage", scalar, fin, SPLIT, "tw" if twiddled else "notw")
-    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, I64, I64, I64, I64])
+def stage_generic(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
+    """gstage(src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, S, outer): stage_loop's
+    pass for any radix p (S >= lanes): y[t] = sum_r a[r] w_p^(r t mod p) with the p roots in
+    wr/wi, times the twiddle [j][t] of twr/twi (p per butterfly, t = 0 included)."""
+    name = _name("gstage", scalar, fin, fout, f"v{lanes}", "tw" if twiddled else "notw")
+    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, PTR, I64, I64, I64, I64])
     if not fresh:
         return fn
-    src0, src1, dst0, dst1, _scale, tw, wr, wi, p, m, S, outer = fn.args
-    o = Arith(b, scalar)
+    src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, S, outer = fn.args
+    o = Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
-    dst = Access(b, SPLIT, dst0, dst1, scalar)
+    dst = Access(b, fout, dst0, dst1, scalar, scale)
     mS = imul(b, m, S)
     row = imul(b, mS, p)
     pS = imul(b, S, p)
@@ -447,29 +546,24 @@ def stage_generic(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Fun
 
             def per_output(t):
                 out = iadd(b, iadd(b, base, imul(b, pS, j)), imul(b, S, t))
-                loop(b, c64(0), S, lambda q: dst.store(iadd(b, out, q), src.load(iadd(b, first_in, q))), "q0", False)
-
-                def per_input(r):
-                    k = b.urem(imul(b, r, t), p)
-                    w = tuple(b.load(b.gep(tab, [k], inbounds=True, source_etype=scalar), typ=scalar)
-                              for tab in (wr, wi))
-                    at = iadd(b, first_in, imul(b, mS, r))
-                    loop(b, c64(0), S, lambda q: dst.store(
-                        iadd(b, out, q), o.cadd(dst.load(iadd(b, out, q)), o.cmul(src.load(iadd(b, at, q)), w))),
-                        "q1", False)
-                loop(b, c64(1), p, per_input, "r")
                 if twiddled:
-                    later = b.block.function.append_basic_block("twiddle")
-                    after = b.block.function.append_basic_block("twiddled")
-                    b.cbranch(b.icmp_signed(">", t, c64(0)), later, after)
-                    b.position_at_end(later)
-                    k = b.shl(iadd(b, imul(b, j, b.sub(p, c64(1))), b.sub(t, c64(1))), c64(1))
-                    w = tuple(b.load(b.gep(tw, [i], inbounds=True, source_etype=scalar), typ=scalar)
-                              for i in (k, iadd(b, k, c64(1))))
-                    loop(b, c64(0), S, lambda q: dst.store(iadd(b, out, q), o.cmul(dst.load(iadd(b, out, q)), w)),
-                         "q2", False)
-                    b.branch(after)
-                    b.position_at_end(after)
+                    k = iadd(b, imul(b, j, p), t)
+                    w_t = tuple(splat(b, _scalar_load(b, scalar, tab, k), lanes) for tab in (twr, twi))
+
+                def per_run(q):
+                    first = src.load(iadd(b, first_in, q), lanes)
+
+                    def per_input(r, carried):
+                        k, re, im = carried
+                        k = iadd(b, k, t)
+                        k = b.select(b.icmp_signed(">=", k, p), b.sub(k, p), k)
+                        w = tuple(splat(b, _scalar_load(b, scalar, tab, k), lanes) for tab in (wr, wi))
+                        a = src.load(iadd(b, iadd(b, first_in, imul(b, mS, r)), q), lanes)
+                        return [k, *o.cadd((re, im), o.cmul(a, w))]
+                    _, re, im = loop_carry(b, c64(1), p, [c64(0), *first], per_input)
+                    y = o.cmul((re, im), w_t) if twiddled else (re, im)
+                    dst.store(iadd(b, out, q), y, lanes)
+                vloop(b, S, lanes, per_run)
             loop(b, c64(0), p, per_output, "t", False)
         loop(b, c64(0), m, per_butterfly, "j", False)
     loop(b, c64(0), outer, per_row, "o")
@@ -477,18 +571,18 @@ def stage_generic(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Fun
     return fn
 
 
-def stage_generic_rows(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> ir.Function:
-    """gstage1(src0, src1, dst0, dst1, scale, tw, wr, wi, p, m, outer): stage_generic for S = 1,
-    vectorisable over the outputs t: wr/wi is the p x p matrix w_p^(r t) as [r][t]."""
-    name = _name("gstage1", scalar, fin, SPLIT, "tw" if twiddled else "notw")
-    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, I64, I64, I64])
+def stage_generic_rows(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
+    """gstage1(src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, outer): stage_generic for
+    S = 1, in runs of `lanes` <= p over the outputs t: wr/wi is the p x p matrix w_p^(r t) as [r][t]."""
+    name = _name("gstage1", scalar, fin, fout, f"v{lanes}", "tw" if twiddled else "notw")
+    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, PTR, I64, I64, I64])
     if not fresh:
         return fn
-    src0, src1, dst0, dst1, _scale, tw, wr, wi, p, m, outer = fn.args
-    o = Arith(b, scalar)
+    src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, outer = fn.args
+    o = Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
-    dst = Access(b, SPLIT, dst0, dst1, scalar)
-    twa = Access(b, Fmt("inter"), tw, tw, scalar)
+    dst = Access(b, fout, dst0, dst1, scalar, scale)
+    tws = Access(b, SPLIT, twr, twi, scalar)
     wa = Access(b, SPLIT, wr, wi, scalar)
     row = imul(b, m, p)
 
@@ -497,19 +591,19 @@ def stage_generic_rows(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> i
 
         def per_butterfly(j):
             out = iadd(b, base, imul(b, p, j))
-            first = src.load(iadd(b, base, j))
-            loop(b, c64(0), p, lambda t: dst.store(iadd(b, out, t), first), "t0", False)
+            first_in = iadd(b, base, j)
 
-            def per_input(r):
-                a = src.load(iadd(b, iadd(b, base, j), imul(b, m, r)))
-                wrow = imul(b, r, p)
-                loop(b, c64(0), p, lambda t: dst.store(
-                    iadd(b, out, t), o.cadd(dst.load(iadd(b, out, t)), o.cmul(a, wa.load(iadd(b, wrow, t))))), "t1", False)
-            loop(b, c64(1), p, per_input, "r")
-            if twiddled:
-                wbase = b.sub(imul(b, j, b.sub(p, c64(1))), c64(1))
-                loop(b, c64(1), p, lambda t: dst.store(
-                    iadd(b, out, t), o.cmul(dst.load(iadd(b, out, t)), twa.load(iadd(b, wbase, t)))), "t2", False)
+            def per_run(t):
+                first = tuple(splat(b, v, lanes) for v in src.load(first_in))
+
+                def per_input(r, acc):
+                    a = tuple(splat(b, v, lanes) for v in src.load(iadd(b, first_in, imul(b, m, r))))
+                    return o.cadd(acc, o.cmul(a, wa.load(iadd(b, imul(b, r, p), t), lanes)))
+                y = loop_carry(b, c64(1), p, list(first), per_input)
+                if twiddled:
+                    y = o.cmul(y, tws.load(iadd(b, imul(b, j, p), t), lanes))
+                dst.store(iadd(b, out, t), y, lanes)
+            vloop(b, p, lanes, per_run, "t")
         loop(b, c64(0), m, per_butterfly, "j", False)
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
@@ -518,54 +612,53 @@ def stage_generic_rows(module: ir.Module, scalar, fin: Fmt, twiddled: bool) -> i
 
 # --------------------------------------------------------------------------- element-wise passes
 
-def pointwise(module: ir.Module, scalar, fin: Fmt, fout: Fmt, table: bool, flat: bool) -> ir.Function:
+def pointwise(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, table: bool, flat: bool) -> ir.Function:
     """pointwise(src0, src1, dst0, dst1, scale, tr, ti, valid, rows, H, sos, dos, outer):
     dst[o dos + j H + h] = src[o sos + j H + h] (* table[j]) for j < valid, 0 for valid <= j < rows.
-    flat: H is 1 (j is then the inner, vectorised loop)."""
-    name = _name("pointwise", scalar, fin, fout, "tab" if table else "copy", "flat" if flat else "cols")
+    flat: H is 1 (runs of `lanes` <= valid over j), else runs of `lanes` <= H over h."""
+    name = _name("pointwise", scalar, fin, fout, f"v{lanes}", "tab" if table else "copy", "flat" if flat else "cols")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR] + [I64] * 6)
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, tr, ti, valid, rows, H, sos, dos, outer = fn.args
-    o = Arith(b, scalar)
+    o = Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     tab = Access(b, SPLIT, tr, ti, scalar)
-    zero = (o.const(0.0), o.const(0.0))
 
     def per_row(r_o):
         sb, db = imul(b, r_o, sos), imul(b, r_o, dos)
         if flat:
-            def per_elem(j):
-                v = src.load(iadd(b, sb, j))
-                dst.store(iadd(b, db, j), o.cmul(v, tab.load(j)) if table else v)
-            loop(b, c64(0), valid, per_elem, "j")
+            def per_run(j):
+                v = src.load(iadd(b, sb, j), lanes)
+                dst.store(iadd(b, db, j), o.cmul(v, tab.load(j, lanes)) if table else v, lanes)
+            vloop(b, valid, lanes, per_run, "j")
         else:
             def per_line(j):
-                w = tab.load(j) if table else None
+                w = tuple(splat(b, v, lanes) for v in tab.load(j)) if table else None
                 sj, dj = iadd(b, sb, imul(b, j, H)), iadd(b, db, imul(b, j, H))
 
-                def per_col(h):
-                    v = src.load(iadd(b, sj, h))
-                    dst.store(iadd(b, dj, h), o.cmul(v, w) if table else v)
-                loop(b, c64(0), H, per_col, "h")
+                def per_run(h):
+                    v = src.load(iadd(b, sj, h), lanes)
+                    dst.store(iadd(b, dj, h), o.cmul(v, w) if table else v, lanes)
+                vloop(b, H, lanes, per_run, "h")
             loop(b, c64(0), valid, per_line, "j")
-        loop(b, imul(b, valid, H), imul(b, rows, H), lambda k: dst.store(iadd(b, db, k), zero), "z")
+        dst.zero(iadd(b, db, imul(b, valid, H)), imul(b, b.sub(rows, valid), H))
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn
 
 
-def r2c_post(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
+def r2c_post(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     """r2c(src0, src1, dst0, dst1, scale, cr, ci, h, outer): rows of h values Z (the FFT of
     z[k] = x[2k] + i x[2k+1]) to rows of h+1 values X[k] = (Z[k] + Z*[h-k])/2 + c[k] (Z[k] - Z*[h-k])
-    with c[k] = -i w^k / 2, w = exp(-i pi / h); Z[h] is Z[0]."""
-    name = _name("r2c", scalar, fin, fout)
+    with c[k] = -i w^k / 2, w = exp(-i pi / h); Z[h] is Z[0]. Runs of `lanes` <= h - 1."""
+    name = _name("r2c", scalar, fin, fout, f"v{lanes}")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, I64, I64])
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, cr, ci, h, outer = fn.args
-    o = Arith(b, scalar)
+    o1, o = Arith(b, scalar), Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     tab = Access(b, SPLIT, cr, ci, scalar)
@@ -575,30 +668,32 @@ def r2c_post(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
         sb = imul(b, r_o, h)
         db = imul(b, r_o, iadd(b, h, c64(1)))
         z0 = src.load(sb)
-        dst.store(db, (o.add(z0[0], z0[1]), o.const(0.0)))
-        dst.store(iadd(b, db, h), (o.sub(z0[0], z0[1]), o.const(0.0)))
+        dst.store(db, (o1.add(z0[0], z0[1]), o1.const(0.0)))
+        dst.store(iadd(b, db, h), (o1.sub(z0[0], z0[1]), o1.const(0.0)))
 
-        def per_bin(k):
-            a = src.load(iadd(b, sb, k))
-            c = o.conj(src.load(b.sub(iadd(b, sb, h), k)))
-            x = o.cadd(o.rmul(o.cadd(a, c), half), o.cmul(o.csub(a, c), tab.load(k)))
-            dst.store(iadd(b, db, k), x)
-        loop(b, c64(1), h, per_bin, "k")
+        def per_run(q):
+            k = iadd(b, q, c64(1))
+            a = src.load(iadd(b, sb, k), lanes)
+            c = o.conj(src.load_reversed(b.sub(iadd(b, sb, h), k), lanes))
+            x = o.cadd(o.rmul(o.cadd(a, c), half), o.cmul(o.csub(a, c), tab.load(k, lanes)))
+            dst.store(iadd(b, db, k), x, lanes)
+        vloop(b, b.sub(h, c64(1)), lanes, per_run, "k")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn
 
 
-def c2r_pre(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
+def c2r_pre(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     """c2r(src0, src1, dst0, dst1, scale, dr, di, h, outer): rows of h+1 bins X to the h values
     Z[k] = (X[k] + X*[h-k]) + d[k] (X[k] - X*[h-k]), d[k] = i w^-k, whose inverse FFT (unnormalised,
-    then / 2h) interleaves the 2h real samples; bin 0 and bin h count by their real parts."""
-    name = _name("c2r", scalar, fin, fout)
+    then / 2h) interleaves the 2h real samples; bin 0 and bin h count by their real parts.
+    Runs of `lanes` <= h - 1."""
+    name = _name("c2r", scalar, fin, fout, f"v{lanes}")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, I64, I64])
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, dr, di, h, outer = fn.args
-    o = Arith(b, scalar)
+    o1, o = Arith(b, scalar), Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     tab = Access(b, SPLIT, dr, di, scalar)
@@ -608,35 +703,40 @@ def c2r_pre(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
         db = imul(b, r_o, h)
         x0 = src.load(sb)[0]
         xh = src.load(iadd(b, sb, h))[0]
-        dst.store(db, (o.add(x0, xh), o.sub(x0, xh)))
+        dst.store(db, (o1.add(x0, xh), o1.sub(x0, xh)))
 
-        def per_bin(k):
-            a = src.load(iadd(b, sb, k))
-            c = o.conj(src.load(b.sub(iadd(b, sb, h), k)))
-            dst.store(iadd(b, db, k), o.cadd(o.cadd(a, c), o.cmul(o.csub(a, c), tab.load(k))))
-        loop(b, c64(1), h, per_bin, "k")
+        def per_run(q):
+            k = iadd(b, q, c64(1))
+            a = src.load(iadd(b, sb, k), lanes)
+            c = o.conj(src.load_reversed(b.sub(iadd(b, sb, h), k), lanes))
+            dst.store(iadd(b, db, k), o.cadd(o.cadd(a, c), o.cmul(o.csub(a, c), tab.load(k, lanes))), lanes)
+        vloop(b, b.sub(h, c64(1)), lanes, per_run, "k")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn
 
 
-def hermitian(module: ir.Module, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
+def hermitian(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
     """hermitian(src0, src1, dst0, dst1, scale, n, outer): rows of n//2+1 bins to rows of n:
-    Y[k] = X[k] for k <= n//2, Y[k] = X*[n-k] above."""
-    name = _name("hermitian", scalar, fin, fout)
+    Y[k] = X[k] for k <= n//2, Y[k] = X*[n-k] above (n odd). Runs of `lanes` <= n//2."""
+    name = _name("hermitian", scalar, fin, fout, f"v{lanes}")
     fn, b, fresh = _function(module, name, _common(scalar) + [I64, I64])
     if not fresh:
         return fn
     src0, src1, dst0, dst1, scale, n, outer = fn.args
-    o = Arith(b, scalar)
+    o = Arith(b, _vty(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     kept = iadd(b, b.lshr(n, c64(1)), c64(1))
 
     def per_row(r_o):
         sb, db = imul(b, r_o, kept), imul(b, r_o, n)
-        loop(b, c64(0), kept, lambda k: dst.store(iadd(b, db, k), src.load(iadd(b, sb, k))), "k0")
-        loop(b, kept, n, lambda k: dst.store(iadd(b, db, k), o.conj(src.load(b.sub(iadd(b, sb, n), k)))), "k1")
+        vloop(b, kept, lanes, lambda k: dst.store(iadd(b, db, k), src.load(iadd(b, sb, k), lanes), lanes), "k0")
+
+        def mirrored(q):
+            k = iadd(b, kept, q)
+            dst.store(iadd(b, db, k), o.conj(src.load_reversed(b.sub(iadd(b, sb, n), k), lanes)), lanes)
+        vloop(b, b.sub(n, kept), lanes, mirrored, "k1")
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
     return fn
