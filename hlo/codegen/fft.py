@@ -45,7 +45,7 @@ from .fft_kernels import CODELETS, NULL, Fmt, c64
 from .types import F32, F64, I64, PTR
 
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
-BLUESTEIN_PRIME = 50     # prime factors above this go through Bluestein's algorithm
+BLUESTEIN_PRIME = 31     # prime factors above this go through Bluestein's algorithm
 CHUNK_BYTES = 32768      # scratch per buffer that a chunk of the batch may fill
 OUTER = "outer"          # placeholder argument: rows per batch element x batch elements of the chunk
 
@@ -201,10 +201,7 @@ class FftPlan:
                 lanes = self._vector_lanes(S, m)
                 if lanes:
                     twr, twi = self._expanded_twiddles(n_cur, p, S)
-                    tail = (S * m) % lanes != 0
-                    tw = ("tab", self._twiddles(n_cur, p)) if tail else None
-                    steps.append(Step("vstage", (p, lanes, S, tail), [("tab", twr), ("tab", twi), tw, m, OUTER],
-                                      elems, outer))
+                    steps.append(Step("vstage", (p, lanes, S), [("tab", twr), ("tab", twi), m, OUTER], elems, outer))
                 else:
                     tw = ("tab", self._twiddles(n_cur, p)) if m > 1 else None
                     steps.append(Step("stage", (p, self._fit(S), m > 1), [tw, m, S, OUTER, 0], elems, outer))
@@ -342,8 +339,8 @@ class FftPlan:
             p, lanes, twiddled = step.params
             return K.stage_loop(module, p, lanes, s, fin, fout, twiddled)
         if step.kind == "vstage":
-            p, lanes, S, tail = step.params
-            return K.stage_vector(module, p, lanes, S, s, fin, fout, tail)
+            p, lanes, S = step.params
+            return K.stage_vector(module, p, lanes, S, s, fin, fout)
         if step.kind == "gstage":
             return K.stage_generic(module, step.params[0], s, fin, fout, step.params[1])
         if step.kind == "gstage1":

@@ -368,8 +368,21 @@ def vloop(b: ir.IRBuilder, count, lanes: int, body, name: str = "q") -> None:
     following = iadd(b, q, c64(lanes))
     following = b.select(b.icmp_signed("<", following, last), following, last)
     q.add_incoming(following, b.block)
-    b.cbranch(b.icmp_signed("==", q, last), done, head)
+    branch = b.cbranch(b.icmp_signed("==", q, last), done, head)
+    if lanes == 1:
+        branch.set_metadata("llvm.loop", _no_vectorize(b.module))
     b.position_at_end(done)
+
+
+def _no_vectorize(module: ir.Module):
+    """A new loop id saying: do not vectorise (a scalar run loop, too short to gain)."""
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), ir.Constant(ir.IntType(1), 0)])
+    count = getattr(module, "_hlo_fft_loops", 0) + 1
+    module._hlo_fft_loops = count
+    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.fft.loop.{count}")])
+    loop_id = module.add_metadata([disable, tag])
+    loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop ids refer to themselves
+    return loop_id
 
 
 def _function(module: ir.Module, name: str, args: list) -> tuple[ir.Function, ir.IRBuilder, bool]:
@@ -480,31 +493,28 @@ def pow2_floor(n: int) -> int:
     return 1 << (max(int(n), 1).bit_length() - 1)
 
 
-def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt, fout: Fmt,
-                 tail: bool = True) -> ir.Function:
-    """vstage(src0, src1, dst0, dst1, scale, twr, twi, tw, m, outer): stage_loop's pass for a
-    stride S < lanes dividing lanes, vectorised over i = q + S j in runs of `lanes`; twr/twi is
-    the expanded table w^(t (i div S)) as [t-1][i]; with `tail`, the last m*S mod lanes
-    elements of a row go through stage_loop (with tw), else m*S must be a multiple of lanes."""
-    name = _name("vstage", scalar, fin, fout, f"r{p}", f"v{lanes}", f"s{S}", "tail" if tail else "notail")
-    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, I64, I64])
+def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt, fout: Fmt) -> ir.Function:
+    """vstage(src0, src1, dst0, dst1, scale, twr, twi, m, outer): stage_loop's pass for a
+    stride S < lanes dividing lanes (and m S >= lanes), vectorised over i = q + S j in runs of
+    `lanes` (the last one overlapping: it starts at m S - lanes, a multiple of S too); twr/twi
+    is the expanded table w^(t (i div S)) as [t-1][i]. The p results of a run are stored as one
+    vector of p * lanes elements, interleaved in blocks of S."""
+    name = _name("vstage", scalar, fin, fout, f"r{p}", f"v{lanes}", f"s{S}")
+    fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, I64, I64])
     if not fresh:
         return fn
-    src0, src1, dst0, dst1, scale, twr, twi, tw, m, outer = fn.args
-    vty = ir.VectorType(scalar, lanes)
-    o = Arith(b, vty)
+    src0, src1, dst0, dst1, scale, twr, twi, m, outer = fn.args
+    o = Arith(b, ir.VectorType(scalar, lanes))
     src = Access(b, fin, src0, src1, scalar)
     dst = Access(b, fout, dst0, dst1, scalar, scale)
     tws = Access(b, SPLIT, twr, twi, scalar)
     mS = imul(b, m, c64(S))
     row = imul(b, mS, c64(p))
-    blocks = b.udiv(mS, c64(lanes))
 
     def per_row(r_o):
         base = imul(b, r_o, row)
 
-        def per_block(k):
-            i0 = imul(b, k, c64(lanes))
+        def per_run(i0):
             first = iadd(b, base, i0)
             y = dft(o, p, [src.load(iadd(b, first, imul(b, mS, c64(r))), lanes) for r in range(p)])
             for t in range(1, p):
@@ -512,20 +522,27 @@ def stage_vector(module: ir.Module, p: int, lanes: int, S: int, scalar, fin: Fmt
             re = interleave_blocks(b, [v[0] for v in y], lanes, S)
             im = interleave_blocks(b, [v[1] for v in y], lanes, S)
             dst.store(iadd(b, base, imul(b, i0, c64(p))), (re, im), p * lanes)
-        loop(b, c64(0), blocks, per_block, "k")
+        vloop(b, mS, lanes, per_run, "i")
     loop(b, c64(0), outer, per_row, "o")
-    if tail:
-        j0 = imul(b, blocks, c64(lanes // S))
-        b.call(stage_loop(module, p, pow2_floor(S), scalar, fin, fout, True),
-               [src0, src1, dst0, dst1, scale, tw, m, c64(S), outer, j0])
     b.ret_void()
     return fn
 
 
+def _pair_sum(o: Arith, acc, w, a, c):
+    """acc (A, B) + the pair r, p - r: A += re(w) (a + c), B += im(w) (a - c)."""
+    (are, aim), (bre, bim) = acc
+    s, d = o.cadd(a, c), o.csub(a, c)
+    return ((o.add(are, o.mul(w[0], s[0])), o.add(aim, o.mul(w[0], s[1]))),
+            (o.add(bre, o.mul(w[1], d[0])), o.add(bim, o.mul(w[1], d[1]))))
+
+
 def stage_generic(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
     """gstage(src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, S, outer): stage_loop's
-    pass for any radix p (S >= lanes): y[t] = sum_r a[r] w_p^(r t mod p) with the p roots in
-    wr/wi, times the twiddle [j][t] of twr/twi (p per butterfly, t = 0 included)."""
+    pass for an odd radix p (S >= lanes), times the twiddles [j][t] of twr/twi (p per butterfly,
+    t = 0 included; unused when not twiddled). With a = the inputs and w = the p roots in wr/wi,
+    outputs t and p - t come together from the pairs r, p - r:
+        y[t], y[p-t] = A +- i B,  A = a[0] + sum_r re(w^(rt)) (a[r] + a[p-r]),  B = sum_r im(w^(rt)) (a[r] - a[p-r])
+    for r in 1 .. (p-1)/2: (p-1)^2 / 2 complex multiply-adds per butterfly."""
     name = _name("gstage", scalar, fin, fout, f"v{lanes}", "tw" if twiddled else "notw")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, PTR, I64, I64, I64, I64])
     if not fresh:
@@ -537,34 +554,51 @@ def stage_generic(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, tw
     mS = imul(b, m, S)
     row = imul(b, mS, p)
     pS = imul(b, S, p)
+    half = b.lshr(p, c64(1))
+    zero = o.const(0.0)
 
     def per_row(r_o):
         base = imul(b, r_o, row)
 
         def per_butterfly(j):
             first_in = iadd(b, base, imul(b, S, j))
+            first_out = iadd(b, base, imul(b, pS, j))
 
-            def per_output(t):
-                out = iadd(b, iadd(b, base, imul(b, pS, j)), imul(b, S, t))
-                if twiddled:
-                    k = iadd(b, imul(b, j, p), t)
-                    w_t = tuple(splat(b, _scalar_load(b, scalar, tab, k), lanes) for tab in (twr, twi))
+            def twiddle(y, t):
+                if not twiddled:
+                    return y
+                k = iadd(b, imul(b, j, p), t)
+                return o.cmul(y, tuple(splat(b, _scalar_load(b, scalar, tab, k), lanes) for tab in (twr, twi)))
 
+            def dc(q):                              # y[0] = sum of the inputs
+                def per_input(r, acc):
+                    return o.cadd(acc, src.load(iadd(b, iadd(b, first_in, imul(b, mS, r)), q), lanes))
+                y = loop_carry(b, c64(1), p, list(src.load(iadd(b, first_in, q), lanes)), per_input)
+                dst.store(iadd(b, first_out, q), y, lanes)
+            vloop(b, S, lanes, dc)
+
+            def per_pair(t):
                 def per_run(q):
-                    first = src.load(iadd(b, first_in, q), lanes)
+                    a0 = src.load(iadd(b, first_in, q), lanes)
 
                     def per_input(r, carried):
-                        k, re, im = carried
+                        k, are, aim, bre, bim = carried
                         k = iadd(b, k, t)
                         k = b.select(b.icmp_signed(">=", k, p), b.sub(k, p), k)
                         w = tuple(splat(b, _scalar_load(b, scalar, tab, k), lanes) for tab in (wr, wi))
                         a = src.load(iadd(b, iadd(b, first_in, imul(b, mS, r)), q), lanes)
-                        return [k, *o.cadd((re, im), o.cmul(a, w))]
-                    _, re, im = loop_carry(b, c64(1), p, [c64(0), *first], per_input)
-                    y = o.cmul((re, im), w_t) if twiddled else (re, im)
-                    dst.store(iadd(b, out, q), y, lanes)
+                        c = src.load(iadd(b, iadd(b, first_in, imul(b, mS, b.sub(p, r))), q), lanes)
+                        (are, aim), (bre, bim) = _pair_sum(o, ((are, aim), (bre, bim)), w, a, c)
+                        return [k, are, aim, bre, bim]
+                    _, are, aim, bre, bim = loop_carry(b, c64(1), iadd(b, half, c64(1)),
+                                                       [c64(0), a0[0], a0[1], zero, zero], per_input)
+                    y = (o.sub(are, bim), o.add(aim, bre))           # A + i B
+                    z = (o.add(are, bim), o.sub(aim, bre))           # A - i B
+                    dst.store(iadd(b, iadd(b, first_out, imul(b, S, t)), q), twiddle(y, t), lanes)
+                    pt = b.sub(p, t)
+                    dst.store(iadd(b, iadd(b, first_out, imul(b, S, pt)), q), twiddle(z, pt), lanes)
                 vloop(b, S, lanes, per_run)
-            loop(b, c64(0), p, per_output, "t", False)
+            loop(b, c64(1), iadd(b, half, c64(1)), per_pair, "t", False)
         loop(b, c64(0), m, per_butterfly, "j", False)
     loop(b, c64(0), outer, per_row, "o")
     b.ret_void()
@@ -573,7 +607,8 @@ def stage_generic(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, tw
 
 def stage_generic_rows(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fmt, twiddled: bool) -> ir.Function:
     """gstage1(src0, src1, dst0, dst1, scale, twr, twi, wr, wi, p, m, outer): stage_generic for
-    S = 1, in runs of `lanes` <= p over the outputs t: wr/wi is the p x p matrix w_p^(r t) as [r][t]."""
+    S = 1, in runs of `lanes` <= p over the outputs t: wr/wi is the p x p matrix w_p^(r t) as
+    [r][t]; y[t] = a[0] + sum_r re(w^(rt)) (a[r] + a[p-r]) + i im(w^(rt)) (a[r] - a[p-r])."""
     name = _name("gstage1", scalar, fin, fout, f"v{lanes}", "tw" if twiddled else "notw")
     fn, b, fresh = _function(module, name, _common(scalar) + [PTR, PTR, PTR, PTR, I64, I64, I64])
     if not fresh:
@@ -585,6 +620,8 @@ def stage_generic_rows(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fm
     tws = Access(b, SPLIT, twr, twi, scalar)
     wa = Access(b, SPLIT, wr, wi, scalar)
     row = imul(b, m, p)
+    half = b.lshr(p, c64(1))
+    zero = o.const(0.0)
 
     def per_row(r_o):
         base = imul(b, r_o, row)
@@ -594,12 +631,16 @@ def stage_generic_rows(module: ir.Module, lanes: int, scalar, fin: Fmt, fout: Fm
             first_in = iadd(b, base, j)
 
             def per_run(t):
-                first = tuple(splat(b, v, lanes) for v in src.load(first_in))
+                first = [splat(b, v, lanes) for v in src.load(first_in)]
 
-                def per_input(r, acc):
+                def per_input(r, carried):
                     a = tuple(splat(b, v, lanes) for v in src.load(iadd(b, first_in, imul(b, m, r))))
-                    return o.cadd(acc, o.cmul(a, wa.load(iadd(b, imul(b, r, p), t), lanes)))
-                y = loop_carry(b, c64(1), p, list(first), per_input)
+                    c = tuple(splat(b, v, lanes) for v in src.load(iadd(b, first_in, imul(b, m, b.sub(p, r)))))
+                    w = wa.load(iadd(b, imul(b, r, p), t), lanes)
+                    (are, aim), (bre, bim) = _pair_sum(o, (carried[:2], carried[2:]), w, a, c)
+                    return [are, aim, bre, bim]
+                are, aim, bre, bim = loop_carry(b, c64(1), iadd(b, half, c64(1)), first + [zero, zero], per_input)
+                y = (o.sub(are, bim), o.add(aim, bre))
                 if twiddled:
                     y = o.cmul(y, tws.load(iadd(b, imul(b, j, p), t), lanes))
                 dst.store(iadd(b, out, t), y, lanes)
