@@ -1,11 +1,13 @@
 """Time the JIT-compiled FFT kernels (hlo/codegen/fft.py) against numpy.fft (pocketfft).
 
-    python benchmarks/fft_bench.py [--repeats N] [--bits 64|128] [--vector-bits B]
+    python benchmarks/fft_bench.py [--repeats N] [--bits 64|128] [--vector-bits B] [--accuracy]
 
 For each case: the median time of numpy's call and of ours (the bare ctypes call of the
 compiled function, input and output preallocated), and their ratio numpy / ours (> 1: ours
 is faster). Single-threaded (numpy.fft is); run it on an idle machine.
-Also prints each plan's IR size (code / tables) and compile time.
+Also prints each plan's IR size (code / tables) and compile time. --accuracy instead prints,
+per type and precision, the largest error (max |ours - numpy float64| / max |numpy|) over the
+1-D lengths 1 .. 4096 of the tests and some 2-D and 3-D shapes.
 """
 from __future__ import annotations
 
@@ -84,6 +86,8 @@ def run(cases=CASES, bits: int = 64, repeats: int = 15, vector_bits: int | None 
         t_np, t_us = median_times([lambda: ref(x), call], repeats)
         want = ref(x.astype(np.complex128 if plan.in_complex else np.float64))
         err = float(np.max(np.abs(y - want)) / np.max(np.abs(want)))
+        if bits == 128:
+            label = label.replace("f32", "f64").replace("c64", "c128")
         rows.append((label, t_np, t_us, err, jit))
         out(f"{label:26s} numpy {t_np * 1e6:9.2f} us   ours {t_us * 1e6:9.2f} us   ratio {t_np / t_us:6.2f}"
             f"   err {err:.1e}   IR code {jit.code_bytes / 1024:5.1f} KiB + tables {jit.table_bytes / 1024:5.1f} KiB"
@@ -91,12 +95,40 @@ def run(cases=CASES, bits: int = 64, repeats: int = 15, vector_bits: int | None 
     return rows
 
 
+ACCURACY_LENGTHS = (1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 38, 64, 97, 100, 127, 128, 255, 256, 1000, 1024, 4096)
+ACCURACY_SHAPES = tuple((n,) for n in ACCURACY_LENGTHS) + ((64, 64), (3, 1000), (16, 17), (97, 4), (16, 16, 16),
+                                                        (3, 17, 38))
+
+
+def accuracy(out=print):
+    from hlo.codegen.fft_jit import JitModule
+    for bits in (64, 128):
+        for fft_type in ("FFT", "IFFT", "RFFT", "IRFFT"):
+            plans = [FftPlan(fft_type, s, bits, vector_bits=host_vector_bits()) for s in ACCURACY_SHAPES]
+            worst, where = 0.0, None
+            for kernel in JitModule(plans).kernels:
+                rng = np.random.default_rng(1)
+                shape = (3,) + kernel.plan.in_dims
+                x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if kernel.plan.in_complex else 0)
+                x = x.astype(kernel.in_dtype)
+                want = numpy_call(fft_type, kernel.plan.lengths)(x.astype(np.complex128 if kernel.plan.in_complex
+                                                                          else np.float64))
+                err = float(np.max(np.abs(kernel(x) - want)) / np.max(np.abs(want)))
+                if err > worst:
+                    worst, where = err, kernel.plan.lengths
+            out(f"{fft_type:5s} c{bits}: max relative error {worst:.2e} (at lengths {where})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--bits", type=int, default=64, choices=(64, 128))
     parser.add_argument("--vector-bits", type=int, default=None)
+    parser.add_argument("--accuracy", action="store_true")
     args = parser.parse_args()
+    if args.accuracy:
+        accuracy()
+        return
     print(f"numpy {np.__version__}, complex{args.bits}, vector bits {args.vector_bits or host_vector_bits()}")
     run(bits=args.bits, repeats=args.repeats, vector_bits=args.vector_bits)
 

@@ -83,12 +83,15 @@ class FftKernel:
 
 
 class JitModule:
-    """Several plans compiled together (functions fft_0, fft_1, ...)."""
+    """Several plans compiled together (functions fft_0, fft_1, ...). extra_features are
+    appended to the host's (e.g. "-avx512f" to compile for an AVX2 machine)."""
 
-    def __init__(self, plans, opt_level: int = 3):
+    def __init__(self, plans, opt_level: int = 3, extra_features: str = ""):
         start = time.perf_counter()
         module = ir.Module(name="fft")
         triple, cpu, features = _host()
+        if extra_features:
+            features += "," + extra_features
         module.triple = triple
         names = [f"fft_{k}" for k in range(len(plans))]
         for plan, name in zip(plans, names):

@@ -14,21 +14,30 @@ at the call instead) and scale stores by the kernel's `scale` argument. An inver
 is a forward one of swapped data (IDFT(x) = swap(DFT(swap(x)))), so every twiddle is a
 forward one.
 
+All arithmetic is explicit vector code: a kernel variant has a number of lanes L (chosen by
+the plan, at most the target's vector width) and its innermost loop walks `runs` of L
+consecutive elements, the last run overlapping the one before when L does not divide the
+count (kernels are out of place, so recomputing an element is harmless). LLVM's loop
+vectoriser thus has nothing left to do (its absence halves compile time); scalar (L = 1) run
+loops carry a no-vectorise loop id. Floating-point operations allow contraction into FMAs
+only (no reassociation, NaN and inf propagate).
+
 Kernels (rows: `outer` independent transforms, each [n][H] with H interleaved columns):
-  stage_loop    one Stockham (decimation-in-frequency, autosort) pass of radix p in 2, 3, 4,
-                5, 8 as scalar loops o / j / q with q innermost: LLVM vectorises the q loop,
-                which runs over S = (product of earlier radices) x H contiguous elements.
-  stage_vector  the same pass for S < V dividing the vector width V, in explicit <V x float>
-                code over i = q + S j (contiguous loads, expanded twiddle tables) and one
-                shuffle per output that interleaves the p results in blocks of S.
-  stage_generic a pass of any odd radix p (a prime too large for a codelet): O(p^2) complex
-                multiply-adds accumulated in the destination, q innermost (or t innermost
-                with a p x p table when S = 1); writes split data only.
-  pointwise     dst[o][j][h] = src[o][j][h] * table[j] for j < valid, 0 up to rows: copies,
-                format changes, truncation and Bluestein's chirp and kernel products.
-  r2c_post      the spectrum of 2h real samples from the h-point FFT of their pairs.
-  c2r_pre       the inverse of r2c_post (ignores the imaginary parts of bins 0 and h).
-  hermitian     the full n-point spectrum of a real signal of odd length n from its n//2+1 bins.
+  stage_loop     one Stockham (decimation-in-frequency, autosort) pass of radix p in 2, 3, 4,
+                 5, 8: loops o / j (butterflies) / q (runs over S = (product of earlier
+                 radices) x H contiguous elements, twiddles broadcast per butterfly).
+  stage_vector   the same pass for S < L dividing L: runs over i = q + S j (contiguous loads,
+                 an expanded twiddle table) and one shuffle per output part that interleaves
+                 the p results in blocks of S (the first passes of an innermost axis).
+  stage_generic  a pass of any odd radix p (a prime without a codelet) by symmetric pairs:
+                 outputs t and p - t from sums and differences of inputs r and p - r,
+                 (p-1)^2/2 complex multiply-adds per butterfly, runs over q.
+  stage_generic_rows  the same for S = 1, runs over the outputs t (p x p table).
+  pointwise      dst[o][j][h] = src[o][j][h] * table[j] for j < valid, 0 up to rows: copies,
+                 format changes, truncation and Bluestein's chirp and kernel products.
+  r2c_post       the spectrum of 2h real samples from the h-point FFT of their pairs.
+  c2r_pre        the inverse of r2c_post (ignores the imaginary parts of bins 0 and h).
+  hermitian      the full n-point spectrum of a real signal of odd length n from its n//2+1 bins.
 """
 from __future__ import annotations
 
@@ -376,7 +385,8 @@ def vloop(b: ir.IRBuilder, count, lanes: int, body, name: str = "q") -> None:
 
 def _no_vectorize(module: ir.Module):
     """A new loop id saying: do not vectorise (a scalar run loop, too short to gain)."""
-    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), ir.Constant(ir.IntType(1), 0)])
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                   ir.Constant(ir.IntType(1), 0)])
     count = getattr(module, "_hlo_fft_loops", 0) + 1
     module._hlo_fft_loops = count
     tag = module.add_metadata([ir.MetaDataString(module, f"hlo.fft.loop.{count}")])

@@ -125,6 +125,15 @@ def test_vector_widths(vector_bits, bits):
         check(kernel, (1, 5))
 
 
+@pytest.mark.parametrize("features", ("-avx512f", "-avx512f,-avx2,-avx,-fma"))
+def test_older_targets(features):
+    """Code for AVX2 and SSE machines (compiled without the host's wider vector units)."""
+    plans = [FftPlan(t, s, bits, vector_bits=256) for t in TYPES for s in ((128,), (100, 6), (97,))
+             for bits in BITS]
+    for kernel in JitModule(plans, extra_features=features).kernels:
+        check(kernel, (3,))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fft_type=st.sampled_from(TYPES), bits=st.sampled_from(BITS),
        lengths=st.lists(st.integers(1, 300), min_size=1, max_size=3).filter(lambda L: np.prod(L) <= 20000),
