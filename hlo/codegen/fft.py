@@ -51,7 +51,7 @@ from .types import F32, F64, I64, PTR
 
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 BLUESTEIN_PRIME = 31     # prime factors above this go through Bluestein's algorithm
-CHUNK_BYTES = 32768      # scratch per buffer that a chunk of the batch may fill
+CHUNK_BYTES = 8192       # scratch per buffer (re and im) that a chunk of the batch may fill: L1-resident
 OUTER = "outer"          # placeholder argument: rows per batch element x batch elements of the chunk
 
 
@@ -328,7 +328,7 @@ class FftPlan:
             self.places.append((src, dst))
             src = dst
         self.cap_item = max([s.elems for s in self.steps[:-1]], default=0)
-        self.chunk = max(1, CHUNK_BYTES // max(self.cap_item * self.es, 1))
+        self.chunk = max(1, CHUNK_BYTES // max(2 * self.cap_item * self.es, 1))
 
     # ------------------------------------------------------------------ emission
     def _fmt(self, place: str, swap: bool, scale: bool = False) -> Fmt:

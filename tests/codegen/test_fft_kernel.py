@@ -97,8 +97,8 @@ def three_d():
 @pytest.mark.parametrize("n", LENGTHS)
 def test_1d(one_d, fft_type, n, bits):
     kernel = one_d(fft_type, bits)[(n,)]
-    # a batch spanning several chunks, the last one partial
-    check(kernel, (0, 1, 3, 2 * kernel.plan.chunk + 1) if n >= 64 else (0, 1, 3))
+    # and a batch spanning several chunks, the last one partial
+    check(kernel, (0, 1, 3, 2 * kernel.plan.chunk + 1))
 
 
 @pytest.mark.parametrize("bits", BITS)
