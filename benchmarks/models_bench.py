@@ -1,7 +1,7 @@
 """Real models: our compiled backend against XLA:CPU, one thread, on a corpus of HLO programs.
 
     python benchmarks/models_bench.py --corpus DIR [--corpus DIR2] [--runs 21] [--compile]
-        [--only NAME] [--features=-avx512f,...] [--no-xla]
+        [--only NAME] [--features=-avx512f,...] [--no-xla] [--clock cpu]
 
 A corpus is a folder of NAME.hlo, NAME.inputs.npz, NAME.expected.npz and a MANIFEST.json with
 per-case tolerances (and, optionally, XLA:CPU's reference timings `xla_run_median_us` /
@@ -14,6 +14,9 @@ pinned to one core); otherwise the MANIFEST's figures are printed, labelled "(ma
 The ratio is XLA's time over ours: above 1.0 we are faster. With --compile, cold compile times
 (empty cache folder, every run) are printed instead: ours (parse + check + pipeline + LLVM) against
 XLA's (HLO text to a loaded executable), medians of --compile-runs.
+
+--clock cpu measures the CPU time of the process (both ours and XLA's run on its threads) instead of
+wall time: on a machine shared with other jobs it leaves out the time other processes hold the core.
 
 --features takes LLVM target features (e.g. `-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd`
 to force the AVX2 code paths on an AVX-512 host).
@@ -74,16 +77,20 @@ def pin_to_one_core() -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
-def median_interleaved(functions: list[Callable], runs: int) -> list[tuple[float, float, float]]:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def median_interleaved(functions: list[Callable], runs: int, clock: Callable[[], float] = time.perf_counter
+                       ) -> list[tuple[float, float, float]]:
     """(median, min, max) seconds of each function; each round calls every function once."""
     samples: list[list[float]] = [[] for _ in functions]
     for f in functions:
         f()
     for _ in range(runs):
         for index, f in enumerate(functions):
-            start = time.perf_counter()
+            start = clock()
             f()
-            samples[index].append(time.perf_counter() - start)
+            samples[index].append(clock() - start)
     return [(statistics.median(s), min(s), max(s)) for s in samples]
 
 
@@ -122,7 +129,8 @@ def compile_ours(text: str, name: str, options: CodegenOptions) -> JitExecutable
     return JitExecutable(load_module(text, name), options, threads=1)
 
 
-def run_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
+def run_case(case: Case, runs: int, options: CodegenOptions, xla, clock: Callable[[], float] = time.perf_counter
+             ) -> str:
     text, inputs = case.text, case.inputs()
     ours = compile_ours(text, case.name, options)
     problem = check_outputs(case, [values_io.from_storage(o) for o in ours.run(*inputs)])
@@ -134,7 +142,7 @@ def run_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
         xla_run = xla(text)
         functions.append(lambda: xla_run(*inputs))
         label = "(same run)"
-    times = median_interleaved(functions, runs)
+    times = median_interleaved(functions, runs, clock)
     ours_t = times[0]
     xla_t = times[1][0] if xla is not None else case.manifest.get("xla_run_median_us", float("nan")) * 1e-6
     return (f"{case.name:44s} ours {ours_t[0] * 1e6:10.1f} us [{ours_t[1] * 1e6:.0f}-{ours_t[2] * 1e6:.0f}]"
@@ -174,20 +182,22 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="run only these cases")
     parser.add_argument("--features", help="LLVM target features, e.g. -avx512f (forces AVX2 paths)")
     parser.add_argument("--no-xla", action="store_true", help="compare with the MANIFEST's figures only")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall time, or CPU time of this process (steadier on a loaded machine)")
     args = parser.parse_args()
     pin_to_one_core()
     options = CodegenOptions(features=args.features) if args.features else CodegenOptions()
     xla = None if args.no_xla else xla_compiler()
     print(f"# {'compile' if args.compile else 'run'} times, one thread; XLA:CPU "
           f"{'measured in this run' if xla is not None else 'from the MANIFEST (jax not installed)'}; "
-          f"features: {args.features or 'host'}")
+          f"features: {args.features or 'host'}; clock: {args.clock}")
     for folder in args.corpus:
         for case in load_corpus(folder):
             if args.only and case.name not in args.only:
                 continue
             try:
                 line = (compile_case(case, args.compile_runs, options, xla) if args.compile
-                        else run_case(case, args.runs, options, xla))
+                        else run_case(case, args.runs, options, xla, CLOCKS[args.clock]))
             except Exception as exc:  # a benchmark reports every case, failures included
                 line = f"{case.name:44s} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
             print(line, flush=True)

@@ -32,7 +32,7 @@ from ..ir import Computation, Instruction
 from ..opcodes import Op
 from ..registry import OpRegistry
 from ..shapes import F32 as _F32, F64 as _F64, PrimitiveType, Shape, real_type_of
-from . import scalar_ops
+from . import index_digits, scalar_ops
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor, row_major_offset
 from .types import I1, compute_type, constant_of, load_element, round_to
@@ -55,6 +55,7 @@ class ElementalEmitter:
         self.ctx = ctx
         self.buffer_of = buffer_of
         self.bindings: dict[int, Callable] = {}
+        self.digits = index_digits.IndexDigits()   # loop indices as digits: reshapes without division
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -131,6 +132,13 @@ class ElementalEmitter:
         b = self.b
         if list(out_shape.dims) == list(in_shape.dims) and out_order == in_order:
             return tuple(index)
+        cut = index_digits.relinearize(b, self.digits, [index[d] for d in out_order],
+                                       [out_shape.dims[d] for d in out_order], [in_shape.dims[d] for d in in_order])
+        if cut is not None:
+            result = [None] * in_shape.rank
+            for d, v in zip(in_order, cut):
+                result[d] = v
+            return tuple(result)
         linear = row_major_offset(b, [index[d] for d in out_order], [out_shape.dims[d] for d in out_order])
         result = [const64(0)] * in_shape.rank
         for d in reversed(in_order):

@@ -21,7 +21,7 @@ from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
-from . import contraction, scalar_ops
+from . import contraction, index_digits, scalar_ops
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
@@ -116,11 +116,18 @@ class EntryLowering:
         if not isinstance(value, Buffer):
             raise error(f"the cpu backend cannot compile '{inst.opcode}' with a tuple result "
                         f"(%{inst.name})", inst.loc)
-        self.store_loop(inst.shape, self.pointer(value), generator)
+        self.store_loop(inst.shape, self.pointer(value), generator, [inst])
 
-    def store_loop(self, shape: Shape, pointer, generator) -> None:
-        with self.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
+    def store_loop(self, shape: Shape, pointer, generator, roots=()) -> None:
+        with self.output_loop_nest(shape, roots) as index:
             store_element(self.b, generator(index), pointer, shape, index)
+
+    def output_loop_nest(self, shape: Shape, roots=()):
+        """Loops over shape computing roots, split where reshapes below them cut (index_digits.py)."""
+        def is_leaf(inst):
+            return all(inst is not r for r in roots) and (id(inst) in self.a.values or id(inst) in self.elem.bindings)
+        splits = index_digits.loop_splits(list(roots), shape, is_leaf)
+        return index_digits.loop_nest(self.ctx, self.elem.digits, shape, splits)
 
     def load_scalar(self, inst: Instruction):
         value = self.a.values[id(inst)]
@@ -198,7 +205,7 @@ def _emit_multi_output(low: EntryLowering, root: Instruction, value) -> None:
     same = all(o.shape.dims == outputs[0][0].shape.dims for o, _ in outputs)
     if same:
         shape = outputs[0][1].shape
-        with low.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
+        with low.output_loop_nest(shape, [o for o, _ in outputs]) as index:
             for operand, buf in outputs:
                 store_element(low.b, low.elem.value(operand, index), low.pointer(buf), buf.shape, index)
         return
