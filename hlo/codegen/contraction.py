@@ -173,10 +173,8 @@ def _dot_plan(inst, scalar, sources) -> Optional[Plan]:
 
 
 def conv_supported(inst: Instruction) -> bool:
-    if (inst.attrs.get("feature_group_count", 1) or 1) != 1 or (inst.attrs.get("batch_group_count", 1) or 1) != 1:
-        return False
-    window = inst.attrs.get("window")
-    return all(w.base_dilation == 1 and not w.window_reversal for w in (window.dims if window else ()))
+    """Base dilation (transposed convolutions) and window reversal are in the indirection table."""
+    return (inst.attrs.get("feature_group_count", 1) or 1) == 1 and (inst.attrs.get("batch_group_count", 1) or 1) == 1
 
 
 def _conv_plan(inst, scalar, sources) -> Optional[Plan]:
@@ -415,16 +413,29 @@ class ContractionEmitter:
             logical = [const64(0)] * shape.rank
             logical[position_dims[0]] = pixel[0]
             for s in range(spatial):
-                w = wdims[s] if s < len(wdims) else None
-                stride, low, dilation = (w.stride, w.padding_low, w.window_dilation) if w else (1, 0, 1)
-                pos = b.sub(b.add(b.mul(pixel[s + 1], const64(stride)), b.mul(taps[s], const64(dilation))),
-                            const64(low))
-                size = lhs.shape.dims[cd.input_spatial[s]]
-                ok = b.and_(b.icmp_signed(">=", pos, const64(0)), b.icmp_signed("<", pos, const64(size)))
+                ok, logical[position_dims[s + 1]] = self._tap_source(
+                    pixel[s + 1], taps[s], wdims[s] if s < len(wdims) else None, tap_sizes[s],
+                    lhs.shape.dims[cd.input_spatial[s]])
                 inside = b.and_(inside, ok)
-                logical[position_dims[s + 1]] = b.select(ok, pos, const64(0))
             pointer = b.gep(a_base, [linear_offset(b, shape, logical)], source_etype=scalar)
             entry = b.add(b.mul(row_major_offset(b, pixel, out_sizes), const64(p.taps)),
                           row_major_offset(b, taps, tap_sizes))
             b.store(b.select(inside, pointer, zeros), b.gep(table, [entry], source_etype=PTR))
+
+    def _tap_source(self, out, tap, w, taps: int, size: int):
+        """(whether the window position reads an input element, its clamped input index) for
+        output position `out` and kernel position `tap` of one spatial dimension. A base-dilated
+        (transposed) convolution reads zeros between the input elements; a reversed window reads
+        kernel position `tap` at the mirrored window position."""
+        b = self.b
+        stride, low, dilation, base, reverse = ((w.stride, w.padding_low, w.window_dilation, w.base_dilation,
+                                                 w.window_reversal) if w else (1, 0, 1, 1, False))
+        k = b.sub(const64(taps - 1), tap) if reverse else tap
+        pos = b.sub(b.add(b.mul(out, const64(stride)), b.mul(k, const64(dilation))), const64(low))
+        ok = b.icmp_signed(">=", pos, const64(0))
+        if base != 1:
+            ok = b.and_(ok, b.icmp_signed("==", b.srem(pos, const64(base)), const64(0)))
+            pos = b.sdiv(pos, const64(base))
+        ok = b.and_(ok, b.icmp_signed("<", pos, const64(size)))
+        return ok, b.select(ok, pos, const64(0))
 

@@ -1,0 +1,70 @@
+"""Convolutions of training steps through the blocked multiply: transposed (base-dilated), reversed
+windows, the kernel gradients JAX writes (batch and feature swapped, huge windows), grouped and
+depthwise convolutions; compiled against the interpreter, with AVX2 forced as well."""
+import numpy as np
+import pytest
+
+from hlo import parse_module
+from hlo.codegen import CodegenOptions, JitExecutable
+from hlo.codegen.contraction import top_level_plan
+from hlo.interpreter import run
+
+AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
+BOTH = (CodegenOptions(run_pipeline=False), AVX2)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def rand(*dims, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).uniform(-1, 1, dims).astype(dtype)
+
+
+def check(text, *arrays, options=BOTH, tol=1e-4):
+    module = parse_module(text, "conv.hlo")
+    want = run(module, *arrays)
+    for opts in options:
+        got = JitExecutable(module, opts, threads=1).run(*arrays)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
+def conv(lhs, rhs, out, attrs):
+    return f"""HloModule m
+ENTRY e {{
+  x = f32[{','.join(map(str, lhs))}] parameter(0)
+  k = f32[{','.join(map(str, rhs))}] parameter(1)
+  ROOT y = f32[{','.join(map(str, out))}] convolution(x, k), {attrs}
+}}
+"""
+
+
+def planned(text) -> bool:
+    return top_level_plan(parse_module(text, "conv.hlo").entry.root, None) is not None
+
+
+@pytest.mark.parametrize("lhs,rhs,out,attrs", [
+    # haiku ConvTranspose forward: 7x7 -> 14x14, kernel 3x3, lhs_dilate 2
+    ((4, 7, 7, 32), (3, 3, 16, 32), (4, 14, 14, 16), "window={size=3x3 pad=2_1x2_1 lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f"),
+    # its kernel gradient: batch and feature swapped, a 14x14 window over the dilated input
+    ((4, 7, 7, 32), (4, 14, 14, 16), (3, 3, 16, 32), "window={size=14x14 pad=2_1x2_1 lhs_dilate=2x2}, dim_labels=f01b_i01o->01fb"),
+    # a strided convolution's kernel gradient (rhs dilation)
+    ((4, 14, 14, 16), (4, 7, 7, 32), (3, 3, 16, 32), "window={size=7x7 pad=0_1x0_1 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf"),
+    # input gradient of a strided convolution: reversed window, lhs dilation
+    ((2, 6, 6, 24), (3, 3, 16, 24), (2, 12, 12, 16), "window={size=3x3 pad=1_2x1_2 lhs_dilate=2x2 rhs_reversal=1x1}, dim_labels=b01f_01oi->b01f"),
+    # 1-D, lhs dilation 3 and window dilation 2 together, odd sizes
+    ((3, 11, 8), (4, 8, 12), (3, 30, 12), "window={size=4 pad=3_2 lhs_dilate=3 rhs_dilate=2}, dim_labels=b0f_0io->b0f"),
+])
+def test_transposed_and_gradient_convolutions(lhs, rhs, out, attrs):
+    text = conv(lhs, rhs, out, attrs)
+    assert planned(text)
+    check(text, rand(*lhs), rand(*rhs, seed=1))
+
+
+def test_reversed_window_alone():
+    text = conv((2, 9, 9, 16), (3, 3, 16, 8), (2, 7, 7, 8), "window={size=3x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f")
+    assert planned(text)
+    check(text, rand(2, 9, 9, 16), rand(3, 3, 16, 8, seed=1))
