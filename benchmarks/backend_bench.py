@@ -22,6 +22,10 @@ XLA_FLAGS=--xla_cpu_multi_thread_eigen=false and the process pinned to one core)
 that ratio (XLA time / ours) is printed too; otherwise 'jax not installed'.
 
     python benchmarks/backend_bench.py [--runs N] [--quick] [--only NAME] [--corpus DIR]
+        [--features=-avx512f] [--clock cpu]
+
+--features compiles our code for other target features (e.g. `-avx512f` runs the AVX2 kernels on an
+AVX-512 host); --clock cpu times by the CPU time of the process instead of wall time.
 
 The script re-executes itself with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 when
 they are not set, so numpy's BLAS is single-threaded as our code is. The JIT's disk
@@ -63,6 +67,9 @@ from hlo.codegen import CodegenOptions  # noqa: E402
 from hlo.codegen.jit import JitExecutable  # noqa: E402
 
 COMPILE_TARGET_SECONDS = 3.0
+# Set by main(): the target options every workload compiles with, and the clock it is timed by.
+SETTINGS = {"options": CodegenOptions(), "clock": time.perf_counter}
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 WORKLOADS = ("matmul", "threads", "chain", "rowsum", "colsum", "conv2d", "mlp", "compile")
 
 
@@ -231,20 +238,22 @@ class Row:
 
 
 def median_times(functions: list[Callable], runs: int) -> list[float]:
-    """Median wall time of each function over `runs` rounds; each round calls them in turn."""
+    """Median time (wall, or CPU with --clock cpu) of each function over `runs` rounds; each round
+    calls them in turn."""
+    clock = SETTINGS["clock"]
     samples = [[] for _ in functions]
     for f in functions:
         f()  # warm-up: first-touch pages, lazy bindings
     for _ in range(runs):
         for index, f in enumerate(functions):
-            start = time.perf_counter()
+            start = clock()
             f()
-            samples[index].append(time.perf_counter() - start)
+            samples[index].append(clock() - start)
     return [statistics.median(s) for s in samples]
 
 
 def compile_hlo(text: str, threads: int = 1) -> JitExecutable:
-    return JitExecutable(parse_module(text, "<bench>"), CodegenOptions(), threads=threads)
+    return JitExecutable(parse_module(text, "<bench>"), SETTINGS["options"], threads=threads)
 
 
 def check(name: str, ours, reference, rtol: float, atol: float) -> None:
@@ -320,11 +329,13 @@ def thread_rows(n, runs, rng):
     pinned = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     if pinned is not None:
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    clock, SETTINGS["clock"] = SETTINGS["clock"], time.perf_counter   # CPU time would add the threads up
     try:
         one, two = compile_hlo(matmul_hlo(n), threads=1), compile_hlo(matmul_hlo(n), threads=2)
         np.testing.assert_array_equal(one.run(a, b)[0], two.run(a, b)[0])
         t1, t2 = median_times([lambda: one.run(a, b), lambda: two.run(a, b)], runs)
     finally:
+        SETTINGS["clock"] = clock
         if pinned is not None:
             os.sched_setaffinity(0, pinned)
     flops = 2.0 * n ** 3
@@ -376,8 +387,8 @@ def compile_times(corpus: Path, cache_root: Path) -> list[tuple[str, float, floa
         start = time.perf_counter()
         module = parse_module(text, str(path))
         parse_seconds = time.perf_counter() - start
-        cold = JitExecutable(module, CodegenOptions())
-        warm = JitExecutable(parse_module(text, str(path)), CodegenOptions())
+        cold = JitExecutable(module, SETTINGS["options"])
+        warm = JitExecutable(parse_module(text, str(path)), SETTINGS["options"])
         assert not cold.from_cache and warm.from_cache, f"{path.name}: disk cache did not behave as expected"
         results.append((path.stem, parse_seconds, cold.compile_seconds, warm.compile_seconds))
     return results
@@ -407,6 +418,10 @@ def parse_args(argv=None):
     parser.add_argument("--only", choices=WORKLOADS, help="run one workload")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="directory of NAME.hlo for 'compile'")
     parser.add_argument("--no-xla", action="store_true", help="leave XLA:CPU out even when jax is installed")
+    parser.add_argument("--features", help="LLVM target features for our code, e.g. -avx512f (AVX2 paths on an "
+                                           "AVX-512 host); XLA and numpy keep the host's")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall time, or CPU time of this process (steadier on a loaded machine)")
     return parser.parse_args(argv)
 
 
@@ -421,6 +436,8 @@ def pin_to_one_core() -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    SETTINGS["options"] = CodegenOptions(features=args.features) if args.features else CodegenOptions()
+    SETTINGS["clock"] = CLOCKS[args.clock]
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     # Pinned before jax starts its client: threads inherit the affinity of the thread that
     # creates them, so XLA's own thread pool stays on the one core too.
@@ -432,7 +449,8 @@ def main(argv=None) -> int:
     q = args.quick
     print(f"backend_bench: runs={args.runs} quick={q} OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
           f"numpy {np.__version__} cores={os.cpu_count()} "
-          f"xla={'yes' if xla else 'left out' if args.no_xla else 'jax not installed'}", flush=True)
+          f"xla={'yes' if xla else 'left out' if args.no_xla else 'jax not installed'} "
+          f"features={args.features or 'host'} clock={args.clock}", flush=True)
     with tempfile.TemporaryDirectory(prefix="backend_bench_") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "workloads")  # never reuse or pollute the user's cache
         plan = {

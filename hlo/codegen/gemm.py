@@ -13,72 +13,60 @@ So neither an im2col copy of the input nor a transposed copy of a row-major A is
 
 The driver loops BLIS-style: column blocks of NC; K blocks of at most KC (whole taps
 when a tap's run is shorter, else KC-long pieces of one tap); B's block packed into
-NR-wide panels (zero-padded); row blocks of MC; then MR x NR micro-tiles. The
-micro-kernel keeps MR x NR accumulators in vector registers across the taps of a K
-block and issues MR * NR / VEC fused multiply-adds per k for MR broadcast loads of A
-and NR / VEC vector loads of packed B. Tiles on the edges of C are computed whole into
-a stack tile and only their valid part is written.
+NR-wide panels (zero-padded); row blocks of MC, packed into MR-row micro-panels when the
+column block has enough panels to reuse them (else read in place through the table); then
+MR x NR micro-tiles (gemm_ukernel.py). MR and NR follow the target's vector registers
+(MICRO_TILES): 8 x 32 f32 on AVX-512, 4 x 24 on AVX2, 8 x 12 on NEON.
 
 Threads: `gemm_parallel` splits the columns of C into as many parts as the module's
 `<entry>_num_threads` global says (1 unless the caller sets it), and runs them through
 the `<entry>_parallel_for` hook (NULL: run serially). The JIT points the hook at a
 pthread-based runner (parallel.py); an AOT user may set it to a thread pool's
-parallel-for (docs/AOT.md). Each part packs B into its own region of the scratch.
+parallel-for (docs/AOT.md). Each part packs A and B into its own region of the scratch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
-from .types import F32, I1, I64, PTR
+from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel
+from .target import RegisterFile
+from .types import F32, I64, PTR
 
 VOID = ir.VoidType()
 HOOK_TYPE = ir.FunctionType(VOID, [PTR, PTR, I64])   # parallel_for(task, ctx, parts); task(ctx, part)
 MAX_THREADS = 4       # packing regions reserved for this many column parts
-MR, KC, MC, NC = 8, 256, 128, 2048   # register rows, and the K, row and column block sizes
+KC, MC, NC = 256, 128, 2048   # the K, row and column block sizes
+# (rows, vectors per row) of the micro-tile for (vector bits, vector registers): the accumulators,
+# one row of packed B and a broadcast of A must fit in the registers. AVX-512: 8 x 2 zmm (16
+# accumulators). AVX2 (16 ymm): 4 x 3 (12 accumulators, 3 B vectors, 1 broadcast; 8 x 2 spills;
+# measured on matmul 512/1000/1024 against 6 x 2 and 5 x 2, it was the one never behind by more
+# than a few per cent). NEON (32 x 128 bits): 8 x 3 (24 accumulators, BLIS's armv8 shape). SSE: 4 x 3.
+MICRO_TILES = {(512, 32): (8, 2), (256, 16): (4, 3), (128, 32): (8, 3), (128, 16): (4, 3)}
 PARALLEL_FLOPS = 4e6  # below this a multiply runs on the calling thread only
-
-
-def _c(v: int):
-    return ir.Constant(I64, int(v))
-
-
-@dataclass(frozen=True)
-class Tiling:
-    """Register and cache blocking for one element type and vector width."""
-    scalar: ir.Type
-    vec: int        # lanes per vector register
-    mr: int         # rows of a micro-tile
-    nr: int         # columns of a micro-tile (a multiple of vec)
-    kc: int         # depth of a K block (the B micro-panel kc x nr stays in L1)
-    mc: int         # rows of a row block (its A rows stay in L2)
-    nc: int         # columns of a column block (the packed B block stays in L2/L3)
-
-    @property
-    def elem_bytes(self) -> int:
-        return 4 if self.scalar == F32 else 8
-
-    def pack_bytes(self, n: int, k: int) -> int:
-        """Packed-B bytes for one column part of a product with n columns and depth k."""
-        panels = -(-min(n, self.nc) // self.nr)
-        return panels * self.nr * min(k, self.kc) * self.elem_bytes
+PACK_A_PANELS = 4     # A is packed when a column block has at least this many NR-wide panels
 
 
 MAX_NR_BYTES = 64 * 2     # two 512-bit vectors: the widest micro-tile row of any target
 
 
 def pack_bound(elem_bytes: int, n: int, k: int, parts: int) -> int:
-    """Packed-B bytes for `parts` column parts on any target (buffer assignment runs before the
-    target's tiling is known)."""
-    nr = MAX_NR_BYTES // elem_bytes
-    per_part = -(-min(n, NC) // nr) * nr * min(k, KC) * elem_bytes
-    return parts * _round64(per_part)
+    """Packing bytes (A's row block, then B's column block) for `parts` column parts on any target
+    (buffer assignment runs before the target's tiling is known): whole panels of any width up to
+    MAX_NR_BYTES cover at most n + that width columns; a row block has at most MC rows."""
+    depth = min(k, KC)
+    per_part = _round64(MC * depth * elem_bytes) + _round64((min(n, NC) + MAX_NR_BYTES // elem_bytes) * depth * elem_bytes)
+    return parts * per_part
 
 
-def tiling_for(scalar: ir.Type, vector_bits: int) -> Tiling:
-    lanes = max(vector_bits // (32 if scalar == F32 else 64), 1)
-    return Tiling(scalar, lanes, mr=MR, nr=2 * lanes, kc=KC, mc=MC, nc=NC)
+def part_bytes(t: Tiling, n: int, k: int) -> int:
+    """The packing region of one column part: A's row block, then B's column block."""
+    return _round64(t.pack_a_bytes(k)) + _round64(t.pack_b_bytes(n, k))
+
+
+def tiling_for(scalar: ir.Type, target: RegisterFile) -> Tiling:
+    lanes = max(target.vector_bits // (32 if scalar == F32 else 64), 1)
+    mr, vectors = MICRO_TILES.get((target.vector_bits, target.registers), (4, 3))
+    return Tiling(scalar, lanes, mr=mr, nr=vectors * lanes, kc=KC, mc=MC // mr * mr, nc=NC)
 
 
 def vector_bits_of(features: str) -> int:
@@ -94,17 +82,16 @@ def vector_bits_of(features: str) -> int:
 class GemmLibrary:
     """The multiply functions of one LLVM module, emitted on first use per element type."""
 
-    def __init__(self, module: ir.Module, entry_name: str, vector_bits: int):
+    def __init__(self, module: ir.Module, entry_name: str, target: RegisterFile):
         self.module = module
-        self.vector_bits = vector_bits
+        self.target = target
         self._drivers: dict = {}
-        self._kernels: dict = {}
         self.threads = _global(module, f"{entry_name}_num_threads", I64, 1)
         self.hook = _global(module, f"{entry_name}_parallel_for", PTR, None)
         self._task = None
 
     def tiling(self, scalar: ir.Type) -> Tiling:
-        return tiling_for(scalar, self.vector_bits)
+        return tiling_for(scalar, self.target)
 
     # ---- the call a lowering makes
     def call(self, b: ir.IRBuilder, scalar: ir.Type, m, n, taps, run, table, bmat, ldb, cmat, ldc, pack,
@@ -118,20 +105,17 @@ class GemmLibrary:
         rows = m if isinstance(m, ir.Value) else _c(m)
         args = [rows, _c(n), _c(taps), _c(run), table, bmat, _c(ldb), cmat, _c(ldc)]
         if flops >= PARALLEL_FLOPS:
-            region = _round64(t.pack_bytes(n, taps * run))
+            region = part_bytes(t, n, taps * run)
             b.call(self._parallel(scalar), args + [pack, _c(region)])
         else:
             b.call(self._driver(scalar), args + [pack, _c(0), _c(n)])
 
     # ---- functions
-    def _kernel(self, scalar: ir.Type) -> ir.Function:
-        if scalar not in self._kernels:
-            self._kernels[scalar] = _emit_micro_kernel(self.module, self.tiling(scalar))
-        return self._kernels[scalar]
-
     def _driver(self, scalar: ir.Type) -> ir.Function:
         if scalar not in self._drivers:
-            self._drivers[scalar] = _emit_driver(self.module, self.tiling(scalar), self._kernel(scalar))
+            t = self.tiling(scalar)
+            kernels = (emit_rows_kernel(self.module, t), emit_packed_kernel(self.module, t))
+            self._drivers[scalar] = _emit_driver(self.module, t, *kernels)
         return self._drivers[scalar]
 
     def _parallel(self, scalar: ir.Type) -> ir.Function:
@@ -150,127 +134,15 @@ def _suffix(scalar: ir.Type) -> str:
     return "f32" if scalar == F32 else "f64"
 
 
+def _c(v: int):
+    return ir.Constant(I64, int(v))
+
+
 def _global(module: ir.Module, name: str, ty: ir.Type, value):
     g = ir.GlobalVariable(module, ty, name=name)
     g.initializer = ir.Constant(ty, value)
     g.align = 8
     return g
-
-
-def _fma(module: ir.Module, vty: ir.VectorType) -> ir.Function:
-    # declare_intrinsic cannot declare vector intrinsics; a declaration by name works.
-    name = f"llvm.fma.v{vty.count}{'f32' if vty.element == F32 else 'f64'}"
-    found = module.globals.get(name)
-    if found is None:
-        found = ir.Function(module, ir.FunctionType(vty, [vty, vty, vty]), name=name)
-    return found
-
-
-def _emit_micro_kernel(module: ir.Module, t: Tiling) -> ir.Function:
-    """ukernel(ntaps, kc, rows, packed_b, c, ldc, m_valid, n_valid, accumulate):
-    C[0:m_valid, 0:n_valid] (+)= sum over taps u < ntaps and k < kc of
-    rows[u * MR + i][k] * packed_b[(u * kc + k) * NR + j]: the accumulators stay in
-    registers across taps (a convolution's window positions), C is updated once."""
-    vty = ir.VectorType(t.scalar, t.vec)
-    fty = ir.FunctionType(VOID, [I64, I64, PTR, PTR, PTR, I64, I64, I64, I1])
-    fn = ir.Function(module, fty, name=f"hlo.gemm_ukernel.{_suffix(t.scalar)}")
-    fn.linkage = "internal"
-    ntaps, kc, rows, pb, c, ldc, mv, nv, accumulate = fn.args
-    for arg in (rows, pb, c):
-        arg.add_attribute("noalias")
-    fma = _fma(module, vty)
-    entry, tap_loop, loop, tap_end, done = (fn.append_basic_block(n) for n in
-                                            ("entry", "tap", "loop", "tap_end", "done"))
-    b = ir.IRBuilder(entry)
-    zero = ir.Constant(vty, [ir.Constant(t.scalar, 0.0)] * t.vec)
-    nvec = t.nr // t.vec
-    b.branch(tap_loop)
-
-    b.position_at_end(tap_loop)   # per tap: its MR row pointers and packed rows
-    u = b.phi(I64, "u")
-    u.add_incoming(_c(0), entry)
-    outer = [[b.phi(vty, f"tacc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
-    _add_incoming(outer, [[zero] * nvec] * t.mr, entry)
-    first_row = b.mul(u, _c(t.mr))
-    a_ptrs = [b.load(b.gep(rows, [b.add(first_row, _c(i))], source_etype=PTR), typ=PTR) for i in range(t.mr)]
-    panel = b.gep(pb, [b.mul(b.mul(u, kc), _c(t.nr))], inbounds=True, source_etype=t.scalar)
-    b.branch(loop)
-
-    b.position_at_end(loop)
-    k = b.phi(I64, "k")
-    k.add_incoming(_c(0), tap_loop)
-    accs = [[b.phi(vty, f"acc{i}_{j}") for j in range(nvec)] for i in range(t.mr)]
-    _add_incoming(accs, outer, tap_loop)
-    base = b.mul(k, _c(t.nr))
-    bv = []
-    for j in range(nvec):
-        p = b.gep(panel, [b.add(base, _c(j * t.vec))], inbounds=True, source_etype=t.scalar)
-        bv.append(b.load(p, typ=vty, align=t.elem_bytes * t.vec))
-    undef = ir.Constant(vty, ir.Undefined)
-    mask = ir.Constant(ir.VectorType(ir.IntType(32), t.vec), [0] * t.vec)
-    new = []
-    for i in range(t.mr):
-        a = b.load(b.gep(a_ptrs[i], [k], inbounds=True, source_etype=t.scalar), typ=t.scalar)
-        splat = b.shuffle_vector(b.insert_element(undef, a, ir.Constant(ir.IntType(32), 0)), undef, mask)
-        new.append([b.call(fma, [splat, bv[j], accs[i][j]]) for j in range(nvec)])
-    next_k = b.add(k, _c(1), flags=["nuw", "nsw"])
-    body_end = b.block
-    k.add_incoming(next_k, body_end)
-    _add_incoming(accs, new, body_end)
-    b.cbranch(b.icmp_signed("<", next_k, kc), loop, tap_end)
-
-    b.position_at_end(tap_end)
-    next_u = b.add(u, _c(1), flags=["nuw", "nsw"])
-    u.add_incoming(next_u, tap_end)
-    _add_incoming(outer, new, tap_end)
-    b.cbranch(b.icmp_signed("<", next_u, ntaps), tap_loop, done)
-
-    b.position_at_end(done)
-    full_block, edge_block, exit_block = (fn.append_basic_block(n) for n in ("full", "edge", "exit"))
-    full = b.and_(b.icmp_signed("==", mv, _c(t.mr)), b.icmp_signed("==", nv, _c(t.nr)))
-    b.cbranch(full, full_block, edge_block)
-
-    b.position_at_end(full_block)  # whole tile: vector stores into C's rows
-    for i in range(t.mr):
-        row = b.gep(c, [b.mul(_c(i), ldc)], inbounds=True, source_etype=t.scalar)
-        for j in range(nvec):
-            p = b.gep(row, [_c(j * t.vec)], inbounds=True, source_etype=t.scalar)
-            old = b.load(p, typ=vty, align=t.elem_bytes)
-            value = b.select(accumulate, b.fadd(old, new[i][j]), new[i][j])
-            b.store(value, p, align=t.elem_bytes)
-    b.branch(exit_block)
-
-    b.position_at_end(edge_block)  # an edge tile: through a stack tile, valid part only
-    tile_ty = ir.ArrayType(vty, t.mr * nvec)
-    tile = ir.IRBuilder(entry).alloca(tile_ty, name="tile")
-    for i in range(t.mr):
-        for j in range(nvec):
-            b.store(new[i][j], b.gep(tile, [_c(0), _c(i * nvec + j)], inbounds=True))  # a typed alloca
-    loops = _Loops(fn, b)
-    with loops.range(mv, "ei") as i:
-        with loops.range(nv, "ej") as j:
-            slot = b.gep(tile, [_c(0), b.add(b.mul(i, _c(nvec)), b.sdiv(j, _c(t.vec)))], inbounds=True)
-            v = b.extract_element(b.load(slot, typ=vty), b.srem(j, _c(t.vec)))
-            dst = b.gep(c, [b.add(b.mul(i, ldc), j)], inbounds=True, source_etype=t.scalar)
-            b.store(b.select(accumulate, b.fadd(b.load(dst, typ=t.scalar), v), v), dst)
-    b.branch(exit_block)
-    b.position_at_end(exit_block)
-    b.ret_void()
-    _move_allocas_first(entry)
-    return fn
-
-
-def _add_incoming(phis, values, block) -> None:
-    """phis[i][j] receives values[i][j] from block (the micro-tile's accumulators)."""
-    for phi_row, value_row in zip(phis, values):
-        for phi, value in zip(phi_row, value_row):
-            phi.add_incoming(value, block)
-
-
-def _move_allocas_first(block: ir.Block) -> None:
-    allocas = [i for i in block.instructions if isinstance(i, ir.AllocaInstr)]
-    others = [i for i in block.instructions if not isinstance(i, ir.AllocaInstr)]
-    block.instructions[:] = allocas + others
 
 
 class _Loops:
@@ -319,11 +191,13 @@ def _smin(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _emit_driver(module: ir.Module, t: Tiling, kernel: ir.Function) -> ir.Function:
+def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_kernel: ir.Function) -> ir.Function:
     """gemm(M, N, taps, run, table, B, ldb, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B.
 
     K blocks: whole taps, as many as fit in KC, when a tap's run is shorter than KC (so the
-    micro-kernel keeps its sums in registers across them); otherwise KC-long pieces of one tap."""
+    micro-kernel keeps its sums in registers across them); otherwise KC-long pieces of one tap.
+    pack: this part's packing region (part_bytes): A's row block first, then B's column block.
+    A row block is packed when the column block has at least PACK_A_PANELS panels to reuse it."""
     fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, PTR, I64, PTR, I64, I64])
     fn = ir.Function(module, fty, name=f"hlo.gemm.{_suffix(t.scalar)}")
     fn.linkage = "internal"
@@ -331,51 +205,97 @@ def _emit_driver(module: ir.Module, t: Tiling, kernel: ir.Function) -> ir.Functi
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     loops = _Loops(fn, b)
-    max_taps = max(t.kc, 1)
-    rows_ty = ir.ArrayType(PTR, t.mr * max_taps)
-    rows = b.alloca(rows_ty, name="rows")
+    rows = b.alloca(ir.ArrayType(PTR, t.mr * max(t.kc, 1)), name="rows")
     sc = t.scalar
     per_block = b.sdiv(_c(t.kc), run)
     per_block = b.select(b.icmp_signed("<", per_block, _c(1)), _c(1), per_block)   # taps per K block
     blocks = _ceil_div(b, taps, per_block)
     per_block = _ceil_div(b, taps, blocks)   # the same number in every block: 3+3+3 taps, not 4+4+1
     chunk = _smin(b, run, _c(t.kc))
+    a_bytes = _round64_value(b, b.mul(_c(t.mc * t.elem_bytes), _smin(b, b.mul(taps, run), _c(t.kc))))
+    packed_a = pack
+    packed_b = b.gep(pack, [a_bytes], source_etype=ir.IntType(8))
     with loops.range(n1, "jc", start=n0, step=t.nc) as jc:
         nc = _smin(b, _c(t.nc), b.sub(n1, jc))
+        pack_a = b.icmp_signed(">=", nc, _c(PACK_A_PANELS * t.nr))
         with loops.range(taps, "tb", step=per_block) as t0:
             ntaps = _smin(b, per_block, b.sub(taps, t0))
             with loops.range(run, "pc", step=chunk) as pc:
                 kc = _smin(b, chunk, b.sub(run, pc))
                 depth = b.mul(ntaps, kc)
-                _pack_b(fn, b, t, pack, bmat, ldb, b.add(b.mul(t0, run), pc), depth, jc, nc)
-                first = b.and_(b.icmp_signed("==", t0, _c(0)), b.icmp_signed("==", pc, _c(0)))
-                accumulate = b.not_(first)
+                _pack_b(fn, b, t, packed_b, bmat, ldb, b.add(b.mul(t0, run), pc), depth, jc, nc)
+                accumulate = b.not_(b.and_(b.icmp_signed("==", t0, _c(0)), b.icmp_signed("==", pc, _c(0))))
+                block = _Block(fn, b, t, rows, table, taps, t0, ntaps, pc, kc, depth, m, cmat, ldc, jc, nc, accumulate)
                 with loops.range(m, "ic", step=t.mc) as ic:
                     mc = _smin(b, _c(t.mc), b.sub(m, ic))
-                    with loops.range(nc, "jr", step=t.nr) as jr:
-                        nv = _smin(b, _c(t.nr), b.sub(nc, jr))
-                        panel = b.gep(pack, [b.mul(jr, depth)], inbounds=True, source_etype=sc)
-                        with loops.range(mc, "ir", step=t.mr) as ir_:
-                            row0 = b.add(ic, ir_)
-                            mv = _smin(b, _c(t.mr), b.sub(mc, ir_))
-                            _fill_rows(fn, b, t, rows, table, taps, t0, ntaps, pc, row0, m)
-                            c = b.gep(cmat, [b.add(b.mul(row0, ldc), b.add(jc, jr))], inbounds=True,
-                                      source_etype=sc)
-                            b.call(kernel, [ntaps, kc, rows, panel, c, ldc, mv, nv, accumulate])
+                    with _if_else(fn, b, pack_a) as (then, otherwise):
+                        with then:
+                            block.pack_a(packed_a, ic, mc)
+                            block.tiles(packed_b, ic, mc, lambda row0, ir_: (
+                                packed_kernel, [depth, b.gep(packed_a, [b.mul(ir_, depth)], inbounds=True, source_etype=sc)]))
+                        with otherwise:
+                            block.tiles(packed_b, ic, mc, lambda row0, ir_: (
+                                rows_kernel, [ntaps, kc, block.fill_rows(row0)]))
     b.ret_void()
     return fn
 
 
-def _fill_rows(fn, b, t: Tiling, rows, table, taps, t0, ntaps, pc, row0, m) -> None:
-    """rows[u * MR + i] = table[(row0 + i) * taps + t0 + u] + pc (rows past the end repeat the
-    last one: their sums are never stored)."""
-    loops = _Loops(fn, b)
-    with loops.range(ntaps, "fu") as u:
-        for i in range(t.mr):
-            r = _smin(b, b.add(row0, _c(i)), b.sub(m, _c(1)))
-            slot = b.gep(table, [b.add(b.mul(r, taps), b.add(t0, u))], source_etype=PTR)
-            a = b.gep(b.load(slot, typ=PTR), [pc], inbounds=True, source_etype=t.scalar)
-            b.store(a, b.gep(rows, [_c(0), b.add(b.mul(u, _c(t.mr)), _c(i))]))
+class _Block:
+    """The micro-tiles of one (column block, K block) pair, with A read in place or packed."""
+
+    def __init__(self, fn, b, t: Tiling, rows, table, taps, t0, ntaps, pc, kc, depth, m, cmat, ldc, jc, nc, accumulate):
+        self.fn, self.b, self.t = fn, b, t
+        self.rows, self.table, self.taps, self.t0, self.ntaps, self.pc, self.kc = rows, table, taps, t0, ntaps, pc, kc
+        self.depth, self.m, self.cmat, self.ldc, self.jc, self.nc, self.accumulate = depth, m, cmat, ldc, jc, nc, accumulate
+
+    def tiles(self, packed_b, ic, mc, kernel_and_args) -> None:
+        """For every NR-wide panel, every MR-row tile: kernel(*args, panel, C tile, ...)."""
+        b, t = self.b, self.t
+        loops = _Loops(self.fn, b)
+        with loops.range(self.nc, "jr", step=t.nr) as jr:
+            nv = _smin(b, _c(t.nr), b.sub(self.nc, jr))
+            panel = b.gep(packed_b, [b.mul(jr, self.depth)], inbounds=True, source_etype=t.scalar)
+            with loops.range(mc, "ir", step=t.mr) as ir_:
+                row0 = b.add(ic, ir_)
+                mv = _smin(b, _c(t.mr), b.sub(mc, ir_))
+                c = b.gep(self.cmat, [b.add(b.mul(row0, self.ldc), b.add(self.jc, jr))], inbounds=True,
+                          source_etype=t.scalar)
+                kernel, args = kernel_and_args(row0, ir_)
+                b.call(kernel, args + [panel, c, self.ldc, mv, nv, self.accumulate])
+
+    def fill_rows(self, row0):
+        """rows[u * MR + i] = table[(row0 + i) * taps + t0 + u] + pc (rows past the end repeat the
+        last one: their sums are never stored); returns rows."""
+        b, t = self.b, self.t
+        with _Loops(self.fn, b).range(self.ntaps, "fu") as u:
+            for i in range(t.mr):
+                r = _smin(b, b.add(row0, _c(i)), b.sub(self.m, _c(1)))
+                slot = b.gep(self.table, [b.add(b.mul(r, self.taps), b.add(self.t0, u))], source_etype=PTR)
+                a = b.gep(b.load(slot, typ=PTR), [self.pc], inbounds=True, source_etype=t.scalar)
+                b.store(a, b.gep(self.rows, [_c(0), b.add(b.mul(u, _c(t.mr)), _c(i))]))
+        return self.rows
+
+    def pack_a(self, packed_a, ic, mc) -> None:
+        """packed_a[ir * depth + (u * kc + k) * MR + i] = A(ic + ir + i, tap t0 + u, pc + k): the
+        row block's micro-panels, each read by the packed kernel front to back."""
+        b, t = self.b, self.t
+        loops = _Loops(self.fn, b)
+        with loops.range(mc, "pa", step=t.mr) as ir_:
+            self.fill_rows(b.add(ic, ir_))
+            panel = b.gep(packed_a, [b.mul(ir_, self.depth)], inbounds=True, source_etype=t.scalar)
+            with loops.range(self.ntaps, "pu") as u:
+                sources = [b.load(b.gep(self.rows, [_c(0), b.add(b.mul(u, _c(t.mr)), _c(i))]), typ=PTR)
+                           for i in range(t.mr)]
+                first = b.mul(u, self.kc)
+                with loops.range(self.kc, "pk") as k:
+                    dst = b.gep(panel, [b.mul(b.add(first, k), _c(t.mr))], inbounds=True, source_etype=t.scalar)
+                    for i, src in enumerate(sources):
+                        v = b.load(b.gep(src, [k], inbounds=True, source_etype=t.scalar), typ=t.scalar)
+                        b.store(v, b.gep(dst, [_c(i)], inbounds=True, source_etype=t.scalar))
+
+
+def _round64_value(b, n):
+    return b.and_(b.add(n, _c(63)), _c(~63))
 
 
 def _pack_b(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:

@@ -29,13 +29,15 @@ from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor
 from .gemm import GemmLibrary
 from .special_kernels import emit_scatter
+from .target import RegisterFile
 from .types import I8, I64, PTR, constant_of, load_element, store_element
 
 VOID = ir.VoidType()
 
 
 class EntryLowering:
-    def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128):
+    def __init__(self, module: Module, assignment: Assignment, name: str,
+                 target: RegisterFile = RegisterFile(128, 16)):
         self.module = module
         self.a = assignment
         self.llmod = ir.Module(name=module.name)
@@ -46,7 +48,7 @@ class EntryLowering:
         self.ctx = FunctionContext(self.llmod, self.fn)
         self.elem = ElementalEmitter(self.ctx, self.buffer_of)
         self.pointers: dict[int, ir.Value] = {}
-        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
+        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target))
 
     @property
     def b(self) -> ir.IRBuilder:

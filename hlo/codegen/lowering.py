@@ -8,10 +8,9 @@ from ..text.parser import parse_module
 from ..text.printer import format_module
 from .buffers import assign_buffers
 from .emitters import expander_passes
-from .gemm import vector_bits_of
 from .kernels import EntryLowering
 from .options import CodegenOptions, LoweredModule
-from .target import resolved_target
+from .target import register_file
 from .types import check_shape_supported
 
 
@@ -54,7 +53,6 @@ def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
             if inst.shape is not None:
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
-    _, _, features = resolved_target(options)
-    llmod = EntryLowering(prepared, assignment, name, vector_bits_of(features)).lower()
+    llmod = EntryLowering(prepared, assignment, name, register_file(options)).lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
                          assignment.temp_bytes)

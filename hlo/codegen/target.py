@@ -10,6 +10,8 @@ be called with llvmlite 0.50: it raises.
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
@@ -56,6 +58,47 @@ def create_target_machine(options, jit: bool = False) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=cpu, features=features, opt=min(max(options.opt_level, 0), 3),
                                         reloc="pic" if not jit else "default", codemodel="jitdefault",
                                         jit=jit)
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """The vector registers micro-kernels may plan for: their width and how many there are."""
+    vector_bits: int
+    registers: int
+
+
+_PROBE = """define void @probe(ptr %p) {
+  %a = load <16 x float>, ptr %p
+  %b = fadd <16 x float> %a, %a
+  store <16 x float> %b, ptr %p
+  ret void
+}
+"""
+
+
+def register_file(options) -> RegisterFile:
+    """The widest vector registers the options' target uses for explicit vector code, and how many
+    it has: AVX-512 32 x 512 bits, AVX/AVX2 16 x 256, SSE 16 x 128, aarch64 (NEON) 32 x 128.
+    Found by compiling a 16-float addition for the target and reading its assembly, so a CPU name
+    combined with features (e.g. -avx512f on an AVX-512 host) is judged as LLVM sees it."""
+    return _register_file(*resolved_target(options))
+
+
+@functools.lru_cache(maxsize=None)
+def _register_file(triple: str, cpu: str, features: str) -> RegisterFile:
+    target = llvm.Target.from_triple(triple)
+    tm = target.create_target_machine(cpu=cpu, features=features, opt=2)
+    ref = llvm.parse_assembly(_PROBE)
+    ref.triple = triple
+    ref.data_layout = str(tm.target_data)
+    asm = tm.emit_assembly(ref)
+    if triple.startswith(("aarch64", "arm64")):
+        return RegisterFile(128, 32)
+    if re.search(r"%zmm\d", asm):
+        return RegisterFile(512, 32)
+    if re.search(r"%ymm\d", asm):
+        return RegisterFile(256, 16)
+    return RegisterFile(128, 16)
 
 
 # Loop unrolling doubles LLVM's time on very large modules (e.g. long fused

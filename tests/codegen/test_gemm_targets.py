@@ -1,0 +1,105 @@
+"""The multiply's per-target micro-kernels (gemm.py, gemm_ukernel.py): tile shapes chosen from the
+target's vector registers, A read in place or packed, edge tiles through masked stores; compiled
+for the host, with AVX2 forced and with SSE only, against the interpreter. aarch64: the tile shape
+and a cross-compiled kernel without spills in its inner loop."""
+import re
+
+import numpy as np
+import pytest
+
+from hlo import parse_module
+from hlo.codegen import CodegenOptions, JitExecutable
+from hlo.codegen.gemm import PACK_A_PANELS, tiling_for
+from hlo.codegen.lowering import lower_module
+from hlo.codegen.target import RegisterFile, compile_assembly, register_file
+from hlo.codegen.types import F32, F64
+from hlo.interpreter import run
+
+HOST = CodegenOptions()
+AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
+SSE = CodegenOptions(features="-avx512f,-avx2,-avx,-fma")
+ARM = CodegenOptions(triple="aarch64-unknown-linux-gnu", cpu="generic", features="+neon")
+TARGETS = {"host": HOST, "avx2": AVX2, "sse": SSE}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def rand(dtype, *dims, seed=0):
+    return np.random.default_rng(seed).uniform(-1, 1, dims).astype(dtype)
+
+
+def check(text, *arrays, options, tol=1e-4, threads=1):
+    module = parse_module(text, "gemm.hlo")
+    want = run(module, *arrays)
+    got = JitExecutable(module, options, threads=threads).run(*arrays)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
+def dot(m, k, n, t="f32"):
+    return f"""HloModule m
+ENTRY e {{
+  a = {t}[{m},{k}] parameter(0)
+  b = {t}[{k},{n}] parameter(1)
+  ROOT d = {t}[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+
+
+def test_tile_shapes_follow_the_register_file():
+    assert register_file(AVX2) == RegisterFile(256, 16)
+    assert register_file(SSE) == RegisterFile(128, 16)
+    assert register_file(ARM) == RegisterFile(128, 32)
+    avx512 = tiling_for(F32, RegisterFile(512, 32))
+    assert (avx512.mr, avx512.nr) == (8, 32)
+    avx2 = tiling_for(F32, RegisterFile(256, 16))
+    assert (avx2.mr, avx2.nr, avx2.nr // avx2.vec) == (4, 24, 3)
+    assert avx2.mr * avx2.nvec + avx2.nvec + 1 <= 16       # accumulators, B row, a broadcast
+    neon = tiling_for(F64, RegisterFile(128, 32))
+    assert (neon.mr, neon.nr) == (8, 6)
+    for t in (avx512, avx2, neon):
+        assert t.mc % t.mr == 0
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("m,k,n", [
+    (37, 70, 30),            # in place (few panels), edge tiles both ways
+    (45, 300, 150),          # packed A, K over two blocks, a masked edge panel
+    (9, 20, 200),            # packed A with one partial row tile
+    (130, 40, 4 * 32 + 3),   # packed on every target, more rows than a row block
+])
+def test_dot_on_every_target(target, m, k, n):
+    check(dot(m, k, n), rand(np.float32, m, k), rand(np.float32, k, n, seed=1), options=TARGETS[target])
+
+
+@pytest.mark.parametrize("target", ["host", "avx2"])
+def test_f64_dot_with_packed_a(target):
+    check(dot(21, 90, 97, "f64"), rand(np.float64, 21, 90), rand(np.float64, 90, 97, seed=1),
+          options=TARGETS[target], tol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["host", "avx2"])
+def test_convolution_taps_through_packed_a(target):
+    text = """HloModule m
+ENTRY e {
+  x = f32[2,10,9,12] parameter(0)
+  k = f32[3,2,12,130] parameter(1)
+  ROOT y = f32[2,10,8,130] convolution(x, k), window={size=3x2 pad=1_1x0_1 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
+}
+"""
+    check(text, rand(np.float32, 2, 10, 9, 12), rand(np.float32, 3, 2, 12, 130, seed=1), options=TARGETS[target])
+
+
+def test_two_threads_pack_into_their_own_regions():
+    n = 4 * PACK_A_PANELS * 32 + 5
+    check(dot(300, 260, n), rand(np.float32, 300, 260), rand(np.float32, 260, n, seed=1), options=AVX2, threads=2)
+
+
+def test_aarch64_kernel_keeps_its_accumulators_in_registers():
+    asm = compile_assembly(lower_module(parse_module(dot(64, 64, 200), "gemm.hlo"), ARM), ARM)
+    fmlas = [line for line in asm.splitlines() if re.search(r"\bfmla\b", line)]
+    assert len({line.split()[1].rstrip(",") for line in fmlas}) >= 24       # v0..v23 accumulate
+    assert not re.search(r"\b(str|ldr|stp|ldp)\s+q\d+, .*\[sp", asm)           # no vector spills
