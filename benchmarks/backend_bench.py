@@ -37,10 +37,27 @@ import os
 import sys
 
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-if any(os.environ.get(v) != "1" for v in _THREAD_VARS):
+# With AVX-512 switched off for our code (--features=-avx512f...), numpy's OpenBLAS runs its
+# Haswell (AVX2) kernels and XLA:CPU is held to AVX2: every implementation on the same instructions.
+
+
+def _features_argument(argv: list) -> str:
+    for i, arg in enumerate(argv):
+        if arg.startswith("--features="):
+            return arg.split("=", 1)[1]
+        if arg == "--features" and i + 1 < len(argv):
+            return argv[i + 1]
+    return ""
+
+
+_AVX2_ONLY = "-avx512f" in _features_argument(sys.argv).split(",")
+_WANTED = {v: "1" for v in _THREAD_VARS}
+if _AVX2_ONLY:
+    _WANTED["OPENBLAS_CORETYPE"] = "Haswell"
+    _WANTED["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false --xla_cpu_max_isa=AVX2"
+if any(os.environ.get(k) != v for k, v in _WANTED.items()):
     # BLAS reads these when numpy is first imported: set them and start again.
-    for _var in _THREAD_VARS:
-        os.environ[_var] = "1"
+    os.environ.update(_WANTED)
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
 
 import argparse  # noqa: E402
@@ -448,6 +465,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     q = args.quick
     print(f"backend_bench: runs={args.runs} quick={q} OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')} XLA_FLAGS={os.environ.get('XLA_FLAGS', '')} "
           f"numpy {np.__version__} cores={os.cpu_count()} "
           f"xla={'yes' if xla else 'left out' if args.no_xla else 'jax not installed'} "
           f"features={args.features or 'host'} clock={args.clock}", flush=True)

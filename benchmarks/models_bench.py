@@ -19,7 +19,8 @@ XLA's (HLO text to a loaded executable), medians of --compile-runs.
 wall time: on a machine shared with other jobs it leaves out the time other processes hold the core.
 
 --features takes LLVM target features (e.g. `-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd`
-to force the AVX2 code paths on an AVX-512 host).
+to force the AVX2 code paths on an AVX-512 host); XLA:CPU is then held to the same instruction set
+(`--xla_cpu_max_isa=AVX2`), so both compilers target an AVX2 machine.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from xla_reference import xla_compiler  # noqa: E402
+from xla_reference import reference_isa, xla_compiler  # noqa: E402
 
 from hlo.analysis.loading import load_module  # noqa: E402
 from hlo.codegen import CodegenOptions  # noqa: E402
@@ -187,10 +188,13 @@ def main() -> int:
     args = parser.parse_args()
     pin_to_one_core()
     options = CodegenOptions(features=args.features) if args.features else CodegenOptions()
+    isa = reference_isa(args.features)
+    if isa:   # XLA:CPU on the same instruction set (read when jax starts)
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_max_isa={isa}".strip()
     xla = None if args.no_xla else xla_compiler()
     print(f"# {'compile' if args.compile else 'run'} times, one thread; XLA:CPU "
           f"{'measured in this run' if xla is not None else 'from the MANIFEST (jax not installed)'}; "
-          f"features: {args.features or 'host'}; clock: {args.clock}")
+          f"features: {args.features or 'host'}; XLA_FLAGS: {os.environ.get('XLA_FLAGS', '')}; clock: {args.clock}")
     for folder in args.corpus:
         for case in load_corpus(folder):
             if args.only and case.name not in args.only:

@@ -6,6 +6,11 @@ from typing import Callable
 import numpy as np
 
 
+def reference_isa(features: str | None) -> str | None:
+    """XLA:CPU's --xla_cpu_max_isa for our target features: AVX2 when they switch AVX-512 off."""
+    return "AVX2" if features and "-avx512f" in features.split(",") else None
+
+
 def xla_compiler() -> Callable[[str], Callable] | None:
     """A function HLO text -> callable(*arrays) on XLA:CPU, or None when jax is not importable."""
     try:
