@@ -211,7 +211,7 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
     per_block = b.select(b.icmp_signed("<", per_block, _c(1)), _c(1), per_block)   # taps per K block
     blocks = _ceil_div(b, taps, per_block)
     per_block = _ceil_div(b, taps, blocks)   # the same number in every block: 3+3+3 taps, not 4+4+1
-    chunk = _smin(b, run, _c(t.kc))
+    chunk = _ceil_div(b, run, _ceil_div(b, run, _c(t.kc)))   # equal pieces: 196 x 4, not 256 x 3 + 16
     a_bytes = _round64_value(b, b.mul(_c(t.mc * t.elem_bytes), _smin(b, b.mul(taps, run), _c(t.kc))))
     packed_a = pack
     packed_b = b.gep(pack, [a_bytes], source_etype=ir.IntType(8))
