@@ -5,12 +5,15 @@ Instrumentation goes to stderr so that stdout (or -o) carries only the result:
 `--print-after-all`, `--print-after NAME` print the module after passes,
 `--print-changed` prints a unified diff after each pass that changed something,
 `--time-passes` a table of seconds per pass, `--stats` instruction counts by
-opcode before and after. `--emit dot` writes a Graphviz drawing instead of HLO.
+opcode before and after. `--print-changed=structural` prints hlo-diff's structural
+diff instead of a text diff. `--emit dot` writes a Graphviz drawing instead of HLO
+(Graphviz renders it), `--emit html` a self-contained interactive page (hlo.tools.graph_page).
 """
 from __future__ import annotations
 
 import collections
 import difflib
+import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -20,6 +23,8 @@ from hlo import format_module
 from hlo.analysis.loading import load_module
 from hlo_cli.common import UsageError, emit, read_text, tool_main
 from hlo.opcodes import Op
+from hlo.text.parser import parse_module
+from hlo.tools.diff import pass_change_report
 
 
 def _list_passes() -> str:
@@ -91,7 +96,7 @@ class Printer:
     """Pass observer printing modules and diffs to stderr."""
     after_all: bool = False
     after: tuple[str, ...] = ()
-    changed_diff: bool = False
+    changed_diff: str | None = None     # None, "unified" or "structural"
     last_text: str = ""
     runs: collections.Counter = field(default_factory=collections.Counter)
 
@@ -103,7 +108,11 @@ class Printer:
             text = format_module(module)
             state = "changed" if event.changed else "unchanged"
             _err(f"// ----- module after {label}, {state} -----\n{text}")
-        if self.changed_diff:
+        if self.changed_diff == "structural" and event.changed:
+            text = text if text is not None else format_module(module)
+            _err(pass_change_report(parse_module(self.last_text, "before"), module, label, color=sys.stderr.isatty()))
+            self.last_text = text
+        elif self.changed_diff:
             if event.changed:
                 text = text if text is not None else format_module(module)
                 diff = difflib.unified_diff(self.last_text.splitlines(keepends=True), text.splitlines(keepends=True),
@@ -129,20 +138,23 @@ class Printer:
 @click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
 @click.option("--print-after", multiple=True, metavar="PASS",
               help="Print the module to stderr after each run of PASS (repeatable).")
-@click.option("--print-changed", is_flag=True,
-              help="Print a unified diff to stderr after every pass that changed the module.")
+@click.option("--print-changed", type=click.Choice(["unified", "structural"]), is_flag=False, flag_value="unified",
+              default=None, help="After every pass that changed the module, print to stderr a unified text diff "
+                                 "(--print-changed) or hlo-diff's structural diff (--print-changed=structural).")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
 @click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after to stderr.")
-@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot", "llvm", "asm"]), default="hlo",
+@click.option("--emit", "emit_kind", type=click.Choice(["hlo", "dot", "html", "llvm", "asm"]), default="hlo",
               show_default=True,
-              help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
-                   "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
+              help="Output HLO text, a Graphviz dot drawing of one computation (render it with Graphviz), "
+                   "a self-contained interactive HTML page of the graphs (needs nothing but a browser), "
+                   "or the cpu backend's LLVM IR / host assembly (after the 'default' pipeline unless "
+                   "--passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
 def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
          verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
-         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
+         print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
@@ -171,6 +183,12 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
     elif kind == "dot":
         from hlo.text.dot import module_to_dot
         emit(module_to_dot(module, computation), output, inputs=[input_file])
+        if shutil.which("dot") is None:
+            _err("note: this is Graphviz input; drawing it needs Graphviz ('dot -Tsvg'), which is not installed "
+                 "here. --emit=html writes a page that needs only a browser.\n")
+    elif kind == "html":
+        from hlo.tools.graph_page import graph_page   # lazy: the page's assets load only for --emit=html
+        emit(graph_page(module, input_file if input_file != "-" else ""), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
 

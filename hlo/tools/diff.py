@@ -11,7 +11,8 @@ Instructions are matched within pairs of computations, in phases:
    with the same opcode, and to users with the same opcode that use the pair at the same
    operand positions;
 4. what remains: repeated keys in program order, then instructions with the same opcode
-   and shape (ignoring layout) that are the only such ones left on both sides.
+   and shape (ignoring layout) that are the only such ones left on both sides, then
+   callers (while, call, fusion ...) of the same opcode that are the only ones left.
 
 Names are never consulted, so renamed or renumbered instructions match. Computations are
 matched from the entries down, through the called computations of matched instructions,
@@ -199,6 +200,9 @@ class _Matcher:
         self.propagate()
         self._pair_unique_by(lambda i: (i.opcode, format_shape(i.shape, with_layout=False) if i.shape else ""))
         self.propagate()
+        # a loop, call or fusion whose shape changed (a pass rewrote its state): the only one left
+        self._pair_unique_by(lambda i: (i.opcode, len(i.called_computations())) if i.called_computations() else None)
+        self.propagate()
         return self.a_to_b
 
     def _groups(self, comp: Computation) -> dict[int, list[Instruction]]:
@@ -217,27 +221,46 @@ class _Matcher:
             if id(b) not in self.b_to_a:
                 left_b[key(b)].append(b)
         for k, items in left_a.items():
-            if len(items) == 1 and len(left_b.get(k, ())) == 1:
+            if k is not None and len(items) == 1 and len(left_b.get(k, ())) == 1:
                 self.pair(items[0], left_b[k][0])
 
     def propagate(self) -> None:
-        while self.pending:
-            a, b = self.pending.pop(0)
-            if len(a.operands) == len(b.operands):     # down: operands at the same position
-                for oa, ob in zip(a.operands, b.operands):
-                    if oa.parent is self.ca and ob.parent is self.cb:
-                        self.pair(oa, ob)
-            for ua in sorted(a.users, key=lambda u: self.order_a.get(id(u), 0)):   # up: users
-                if id(ua) in self.a_to_b or ua.parent is not self.ca:
-                    continue
-                positions = [i for i, op in enumerate(ua.operands) if op is a]
-                candidates = [ub for ub in b.users if ub.opcode == ua.opcode and id(ub) not in self.b_to_a
-                              and ub.parent is self.cb and len(ub.operands) == len(ua.operands)
-                              and all(ub.operands[i] is b for i in positions)]
-                if candidates:
-                    same = [c for c in candidates if self.keys.inst[id(c)] == self.keys.inst[id(ua)]]
-                    pick = min(same or candidates, key=lambda u: self.order_b.get(id(u), 0))
-                    self.pair(ua, pick)
+        """Down to operands first (reliable: same position), then up to users, one pair at a time."""
+        deferred: list[tuple[Instruction, Instruction]] = []
+        while self.pending or deferred:
+            if self.pending:
+                a, b = self.pending.pop(0)
+                if len(a.operands) == len(b.operands):
+                    for oa, ob in zip(a.operands, b.operands):
+                        if oa.parent is self.ca and ob.parent is self.cb:
+                            self.pair(oa, ob)
+                deferred.append((a, b))
+            else:
+                self._up(*deferred.pop(0))
+
+    def _up(self, a: Instruction, b: Instruction) -> None:
+        for ua in sorted(a.users, key=lambda u: self.order_a.get(id(u), 0)):
+            if id(ua) in self.a_to_b or ua.parent is not self.ca:
+                continue
+            positions = [i for i, op in enumerate(ua.operands) if op is a]
+            candidates = [ub for ub in b.users if ub.opcode == ua.opcode and id(ub) not in self.b_to_a
+                          and ub.parent is self.cb and len(ub.operands) == len(ua.operands)
+                          and all(ub.operands[i] is b for i in positions)]
+            if candidates:
+                self.pair(ua, min(candidates, key=lambda ub: (-self._likeness(ua, ub), self.order_b.get(id(ub), 0))))
+
+    def _likeness(self, a: Instruction, b: Instruction) -> int:
+        """How alike two instructions of the same opcode are: same subgraph, then same shape and attributes."""
+        if self.keys.inst[id(a)] == self.keys.inst[id(b)]:
+            return 4
+        same_shape = a.shape is not None and b.shape is not None and \
+            format_shape(a.shape, with_layout=False) == format_shape(b.shape, with_layout=False)
+        same_attrs = attribute_texts(a, _no_callee) == attribute_texts(b, _no_callee)
+        return 2 * same_attrs + same_shape
+
+
+def _no_callee(_comp) -> str:
+    return ""
 
 
 # --------------------------------------------------------------------------- differences

@@ -5,7 +5,9 @@ values: elementwise chains with fan-in from earlier layers, reductions through a
 reducer, broadcasts back, calls of a small computation, a while loop and fusions, with
 metadata (op_name, source_file, source_line) on most instructions. `plant` inserts two
 marked instructions in the middle (`%planted.exp = exponential(...)` and
-`%planted.rem = remainder(%planted.exp, ...)`), feeding the rest of the graph.
+`%planted.rem = remainder(%planted.exp, ...)`), feeding the rest of the graph; with
+`tuple_root` the root is a tuple of every otherwise unused value, `%planted.rem` among
+them (so that a wrong exponential shows in an output).
 """
 from __future__ import annotations
 
@@ -56,9 +58,9 @@ HEADER = """HloModule generated
 """
 
 
-def layered_module(n: int = 2000, seed: int = 0, plant: bool = True) -> str:
+def layered_module(n: int = 2000, seed: int = 0, plant: bool = True, tuple_root: bool = False) -> str:
     r = random.Random(seed)
-    lines = [HEADER, "ENTRY %main (x0: f32[8,16], x1: f32[8,16], x2: f32[8,16]) -> f32[8,16] {"]
+    lines = [HEADER, "ENTRY %main {"]
     values = []
     for k in range(3):
         lines.append(f"  %x{k} = {SHAPE} parameter({k})")
@@ -68,6 +70,7 @@ def layered_module(n: int = 2000, seed: int = 0, plant: bool = True) -> str:
     planted_at = n // 2 if plant else -1
 
     used: set[str] = set()
+    sinks_extra: list[str] = []
 
     def pick(recent: int) -> str:
         value = values[-1 - int(r.random() ** 2 * min(len(values) - 1, recent))]
@@ -84,7 +87,10 @@ def layered_module(n: int = 2000, seed: int = 0, plant: bool = True) -> str:
         if count >= planted_at >= 0:
             lines.append(f"  %planted.exp = {SHAPE} exponential(%{pick(5)}){meta('exp')}")
             lines.append(f"  %planted.rem = {SHAPE} remainder(%planted.exp, %{pick(5)}){meta('rem')}")
-            values.append("planted.rem")
+            if tuple_root:
+                sinks_extra.append("planted.rem")
+            else:
+                values.append("planted.rem")
             count += 2
             planted_at = -1
             continue
@@ -115,7 +121,12 @@ def layered_module(n: int = 2000, seed: int = 0, plant: bool = True) -> str:
         values.append(name)
         i += 1
     # the root sums every value nothing else uses, so that the whole graph is live
-    sinks = [v for v in values if v not in used]
+    sinks = [v for v in values if v not in used] + sinks_extra
+    if tuple_root:
+        shapes = ", ".join([SHAPE] * len(sinks))
+        lines.append(f"  ROOT %out = ({shapes}) tuple({', '.join('%' + v for v in sinks)})")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
     acc = sinks[0]
     for j, v in enumerate(sinks[1:]):
         lines.append(f"  %out.{j} = {SHAPE} add(%{acc}, %{v})")
