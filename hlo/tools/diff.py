@@ -122,8 +122,10 @@ def attribute_texts(inst: Instruction, callee_text: Callable[[Computation], str]
         if spec.name not in inst.attrs or is_default(spec, value):
             continue
         if spec.is_computation:
-            callees = value if isinstance(value, (list, tuple)) else [value]
-            out[spec.name] = "{" + ", ".join(callee_text(c) for c in callees) + "}"
+            if isinstance(value, (list, tuple)):
+                out[spec.name] = "{" + ", ".join(callee_text(c) for c in value) + "}"
+            else:
+                out[spec.name] = callee_text(value)
         else:
             out[spec.name] = format_attribute(spec, value).partition("=")[2]
     if inst.sharding is not None:

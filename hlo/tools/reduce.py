@@ -211,17 +211,20 @@ def cut(module: Module, keys: Iterable[Key]) -> bool:
     return changed
 
 
-def bypass(module: Module, keys: Iterable[Key]) -> bool:
+def bypass(module: Module, keys: Iterable[tuple[str, str, int]]) -> bool:
+    """Replace each instruction by its operand number k (which has the instruction's shape)."""
     find = _Index(module)
     changed = False
-    for key in keys:
-        inst = find(key)
-        if inst is None:
+    done: set[int] = set()
+    for comp_name, name, k in keys:
+        inst = find((comp_name, name))
+        if inst is None or id(inst) in done or k >= len(inst.operands):
             continue
-        same = [op for op in inst.operands if op.shape is not None and format_shape(op.shape) == format_shape(inst.shape)]
-        if not same:
+        op = inst.operands[k]
+        if op.shape is None or inst.shape is None or format_shape(op.shape) != format_shape(inst.shape):
             continue
-        inst.replace_all_uses_with(same[0])
+        inst.replace_all_uses_with(op)
+        done.add(id(inst))
         changed = True
     return changed
 
@@ -391,15 +394,15 @@ class Reducer:
         return True
 
     # -- strategies
-    def _keys(self, select: Callable[[Module, Instruction], bool]) -> list[Key]:
-        module = self._parse_best()
-        return [(c.name, i.name) for c in module.computations for i in c.instructions if select(module, i)]
-
     def _chunked(self, what: str, select: Callable[[Module, Instruction], bool],
                  apply: Callable[[Module, list[Key]], bool]) -> bool:
+        return self._chunked_keys(what, lambda m: [(c.name, i.name) for c in m.computations for i in c.instructions
+                                                   if select(m, i)], apply)
+
+    def _chunked_keys(self, what: str, keys_of: Callable[[Module], list], apply: Callable[[Module, list], bool]) -> bool:
         """Greedy delta debugging: chunks of half the keys, then quarters, ... then single keys."""
         progress = False
-        keys = self._keys(select)
+        keys = keys_of(self._parse_best())
         size = max(1, len(keys) // 2)
         while keys:
             start = 0
@@ -407,7 +410,7 @@ class Reducer:
                 chunk = keys[start:start + size]
                 if self.attempt(f"{what} {len(chunk)}", lambda m, c=chunk: apply(m, c)):
                     progress = True
-                    keys = self._keys(select)
+                    keys = keys_of(self._parse_best())
                 else:
                     start += size
             if size == 1:
@@ -447,10 +450,11 @@ class Reducer:
         return self._chunked("cut", lambda m, i: i.opcode != Op.PARAMETER or i.parent is m.entry, cut)
 
     def reduce_bypass(self) -> bool:
-        def select(m, i):
-            return any(op.shape is not None and i.shape is not None and format_shape(op.shape) == format_shape(i.shape)
-                       for op in i.operands)
-        return self._chunked("bypass", select, bypass)
+        def keys(m: Module) -> list[tuple[str, str, int]]:
+            return [(c.name, i.name, k) for c in m.computations for i in c.instructions
+                    for k, op in enumerate(i.operands)
+                    if op.shape is not None and i.shape is not None and format_shape(op.shape) == format_shape(i.shape)]
+        return self._chunked_keys("bypass", keys, bypass)
 
     def reduce_inline(self) -> bool:
         def select(m, i):

@@ -504,7 +504,7 @@
     if (inst.v) html += `<br><span class="k">value</span> <code>${esc(inst.v)}</code>`;
     if (inst.m) html += `<br><span class="k">op_name</span> ${esc(inst.m)}`;
     if (inst.f) html += `<br><span class="k">source</span> ${esc(inst.f)}`;
-    if (inst.l !== undefined) html += `<br><span class="k">HLO line</span> ${inst.l}`;
+    if (inst.l !== undefined) html += `<br><span class="k">HLO line</span> ${esc(DATA.source ? DATA.source + ":" : "")}${inst.l}`;
     if (kind === "stub") html += `<br><span class="k">defined in another block: click to jump there</span>`;
     tip.innerHTML = html;
     tip.hidden = false;
