@@ -46,15 +46,16 @@ def _log(message: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="--mismatch: seed of the random inputs.")
 @click.option("--rtol", type=float, default=None, help="--mismatch: relative tolerance (default by element type).")
 @click.option("--atol", type=float, default=None, help="--mismatch: absolute tolerance (default by element type).")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Seconds a candidate may run; longer is not interesting.")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds a candidate may run; longer is not interesting (default: ten times what the "
+                   "input took, at least 10).")
 @click.option("--max-rounds", type=click.IntRange(min=1), default=20, show_default=True,
               help="Rounds of all strategies at most.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr, only the final size.")
 @tool_main
 def main(module_file: str, output: Optional[str], mismatch: Optional[str], crash: bool,
          error_contains: Optional[str], test_command: Optional[str], run_command: Optional[str], seed: int,
-         rtol: Optional[float], atol: Optional[float], timeout: float, max_rounds: int, quiet: bool) -> None:
+         rtol: Optional[float], atol: Optional[float], timeout: Optional[float], max_rounds: int, quiet: bool) -> None:
     """Reduce MODULE ('-' for stdin) while the chosen predicate holds."""
     predicate = _predicate(mismatch, crash, error_contains, test_command, run_command, seed, rtol, atol, timeout)
     name, text = read_text(module_file)

@@ -97,8 +97,8 @@ def _serve(conn) -> None:
 class BackendWorker:
     """One worker process, started on first use and restarted after a crash or a timeout."""
 
-    def __init__(self, timeout: float = 120.0):
-        self.timeout = timeout
+    def __init__(self, timeout: Optional[float] = None):
+        self.timeout = timeout      # seconds per run; None: no limit
         self._ctx = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
@@ -110,14 +110,15 @@ class BackendWorker:
         child.close()
         self._conn = parent
 
-    def run(self, text: str, backend: str, seed: int = 0) -> Outcome:
+    def run(self, text: str, backend: str, seed: int = 0, timeout: Optional[float] = None) -> Outcome:
         if self._process is None or not self._process.is_alive():
             self._start()
+        timeout = self.timeout if timeout is None else timeout
         try:
             self._conn.send((text, backend, seed))
-            if not self._conn.poll(self.timeout):
+            if not self._conn.poll(timeout):
                 self.close()
-                return Outcome("timeout", message=f"no answer within {self.timeout:g} s")
+                return Outcome("timeout", message=f"no answer within {timeout:g} s")
             return self._conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             code = self._process.exitcode if self._process is not None else None
@@ -125,7 +126,7 @@ class BackendWorker:
             return Outcome("crash", message=f"the {backend} worker died (exit code {code})")
 
     def close(self) -> None:
-        if self._process is not None:
+        if self._process is not None and self._process.pid is not None:    # (started)
             if self._process.is_alive():
                 self._process.kill()
             self._process.join(5)

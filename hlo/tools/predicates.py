@@ -12,7 +12,8 @@ checker) and answers True when the candidate still shows the bug:
 
 The candidate is written to a file in a private temporary folder; `{}` in CMD stands for its
 path (shell-quoted), or the path is appended when CMD has no `{}`; the environment variable
-HLO_REDUCE_FILE names it too. A command that runs longer than the timeout is not interesting.
+HLO_REDUCE_FILE names it too. A candidate that runs longer than the timeout is not interesting
+(`timeout` None: no limit; hlo-reduce sets it from the input's own time, see hlo.tools.reduce).
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class CommandPredicate:
     command: str
     mode: str                        # test, crash, error
     text: str = ""
-    timeout: float = 120.0
+    timeout: Optional[float] = None
     last: str = field(default="", init=False)      # what the last run showed, for messages
     _folder: Optional[tempfile.TemporaryDirectory] = field(default=None, init=False, repr=False)
 
@@ -102,18 +103,21 @@ class MismatchPredicate:
     seed: int = 0
     rtol: Optional[float] = None
     atol: Optional[float] = None
-    timeout: float = 120.0
+    timeout: Optional[float] = None
     last: str = field(default="", init=False)
     _worker: Optional[BackendWorker] = field(default=None, init=False, repr=False)
 
     def __call__(self, text: str) -> bool:
         if self._worker is None:
-            self._worker = BackendWorker(self.timeout)
-        outcomes = [self._worker.run(text, b, self.seed) for b in (self.backend_a, self.backend_b)]
-        for backend, outcome in zip((self.backend_a, self.backend_b), outcomes):
-            if outcome.status != "ok":
-                self.last = f"{backend}: {outcome.status}: {outcome.message.strip().splitlines()[0:1]}"
+            self._worker = BackendWorker()
+        outcomes = []
+        for backend in (self.backend_a, self.backend_b):
+            outcome = self._worker.run(text, backend, self.seed, self.timeout)
+            if outcome.status != "ok":      # an error, a crash or a timeout is another bug, not this one
+                first = (outcome.message.strip().splitlines() or [""])[0]
+                self.last = f"{backend}: {outcome.status}: {first}"
                 return False
+            outcomes.append(outcome)
         difference = compare_outputs(outcomes[0].outputs, outcomes[1].outputs, self.rtol, self.atol)
         self.last = difference or "the outputs agree"
         return difference is not None

@@ -18,7 +18,9 @@ strategy proposes candidates, each a copy of that module changed in one way:
 * shapes     a dimension size made 1 or halved in every shape of the module.
 
 After each change dead instructions, unused entry parameters and unreachable computations
-go away. A candidate is kept when it is smaller (instructions, then elements, then text),
+go away. Cutting a loop's counter easily makes a loop that never ends, so unless the caller
+set the predicate's timeout, a candidate may take at most ten times as long as the input
+took (and never less than MIN_TIMEOUT seconds). A candidate is kept when it is smaller (instructions, then elements, then text),
 passes the checker, and the predicate still holds; the checker always runs first, so the
 predicate never sees an invalid module. Rounds of all strategies repeat until one changes
 nothing. Everything is in a fixed order, so a deterministic predicate gives the same result
@@ -46,6 +48,7 @@ from ..text.printer import format_module
 
 Key = tuple[str, str]           # (computation name, instruction name)
 SMALL_CONSTANT = 8              # leaves of at most this many elements are literal constants
+MIN_TIMEOUT = 10.0              # seconds a candidate may always take
 
 
 @dataclass
@@ -447,11 +450,16 @@ class Reducer:
             progress = True
 
     def reduce_cut(self) -> bool:
-        return self._chunked("cut", lambda m, i: i.opcode != Op.PARAMETER or i.parent is m.entry, cut)
+        def keys(m: Module) -> list[Key]:
+            control = _loop_control(m)
+            return [(c.name, i.name) for c in m.computations for i in c.instructions
+                    if (i.opcode != Op.PARAMETER or c is m.entry) and not control(i)]
+        return self._chunked_keys("cut", keys, cut)
 
     def reduce_bypass(self) -> bool:
         def keys(m: Module) -> list[tuple[str, str, int]]:
-            return [(c.name, i.name, k) for c in m.computations for i in c.instructions
+            control = _loop_control(m)
+            return [(c.name, i.name, k) for c in m.computations for i in c.instructions if not control(i)
                     for k, op in enumerate(i.operands)
                     if op.shape is not None and i.shape is not None and format_shape(op.shape) == format_shape(i.shape)]
         return self._chunked_keys("bypass", keys, bypass)
@@ -464,8 +472,10 @@ class Reducer:
     def reduce_operands(self) -> bool:
         progress = False
         module = self._parse_best()
+        control = _loop_control(module)
         edges = [(c.name, i.name, k) for c in module.computations for i in c.instructions
-                 for k, op in enumerate(i.operands) if op.opcode != Op.PARAMETER and op.opcode != Op.CONSTANT]
+                 for k, op in enumerate(i.operands) if op.opcode != Op.PARAMETER and op.opcode != Op.CONSTANT
+                 and not control(op, as_operand=True) and not control(i, as_operand=True)]
         for edge in edges:
             progress |= self.attempt(f"operand {edge[2]} of %{edge[1]}", lambda m, e=edge: replace_operand(m, [e]))
         return progress
@@ -507,8 +517,13 @@ class Reducer:
     def run(self) -> str:
         """The smallest interesting module found (NotInteresting if the input is not)."""
         self.log(f"input: {self.best_size[0]} instructions")
+        start = time.monotonic()
         if not self.predicate(self.best_text):
             raise NotInteresting(self.best_text)
+        if getattr(self.predicate, "timeout", 0) is None:
+            self.predicate.timeout = max(MIN_TIMEOUT, 10 * (time.monotonic() - start))
+            self.log(f"the input took {time.monotonic() - start:.1f}s: a candidate may take "
+                     f"{self.predicate.timeout:.0f}s")
         for round_number in range(1, self.max_rounds + 1):
             before = self.best_size
             for name in self.STRATEGIES:
@@ -520,6 +535,27 @@ class Reducer:
         self.log(f"done: {self.original_size[0]} -> {self.best_size[0]} instructions; {s.candidates} candidates, "
                  f"{s.rejected} rejected by the checker, {s.interesting} kept, {s.seconds:.1f}s")
         return self.best_text
+
+
+def _loop_control(module: Module) -> Callable[[Instruction], bool]:
+    """Whether an instruction probably steers a while loop: anything in a loop condition, the
+    root or an integer scalar of a loop body. Replacing those by constants mostly makes loops that never
+    end (each such candidate costs a timeout), so cuts leave them to the constants and inline
+    strategies, which shorten or remove loops."""
+    conditions, bodies = set(), set()
+    for inst in module.instructions():
+        if inst.opcode == Op.WHILE:
+            conditions.add(id(inst.attrs["condition"]))
+            bodies.add(id(inst.attrs["body"]))
+
+    def control(inst: Instruction, as_operand: bool = False) -> bool:
+        comp = id(inst.parent)
+        if comp in conditions or (comp in bodies and inst is inst.parent.root and not as_operand):
+            return True
+        shape = inst.shape
+        return comp in bodies and shape is not None and shape.is_array and shape.rank == 0 and \
+            shape.element_type.is_integral
+    return control
 
 
 def _spine(root: Instruction) -> list[str]:
