@@ -399,10 +399,13 @@ def _pair_leftover_computations(left_a, left_b, keys: StructuralKeys) -> list[tu
 
 def _header_changes(a: Module, b: Module) -> list[Change]:
     out = []
+    def spell(v) -> str:
+        return "(unset)" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
     for name in ("replica_count", "num_partitions", "is_scheduled"):
         va, vb = getattr(a.config, name), getattr(b.config, name)
         if va != vb:
-            out.append(Change(f"header {name}", str(va), str(vb)))
+            out.append(Change(f"header {name}", spell(va), spell(vb)))
     alias = lambda m: "; ".join(f"{e.output_index}:{e.parameter},{e.parameter_index},{e.kind}"   # noqa: E731
                                 for e in m.config.input_output_alias)
     if alias(a) != alias(b):
