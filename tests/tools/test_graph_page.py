@@ -239,3 +239,20 @@ def test_ten_thousand_instructions_in_chromium(browser, tmp_path):
     _wait(browser, f"return document.querySelector('#canvas .node.selected[data-name=\"{stub}\"]')")
     _no_errors(browser)
     _screenshot(browser, tmp_path, "graph_page_10k.png")
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CORPUS.glob("*.hlo")))
+def test_every_corpus_computation_draws_fully_expanded(browser, tmp_path, name):
+    """Every computation of every corpus module (optimised, so with fusions), with every
+    caller expanded in place, lays out and draws without a script error."""
+    module = hlo.parse_module((CORPUS / f"{name}.hlo").read_text(), name)
+    run_pipeline(module, pipeline_text("default"))
+    page = tmp_path / f"{name}.html"
+    page.write_text(graph_page(module, name))
+    _open(browser, page)
+    for comp in browser.execute_script("return window.hloGraph.computations()"):
+        assert browser.execute_script("return window.hloGraph.open(arguments[0])", comp)
+        browser.execute_script("return window.hloGraph.expandAll()")
+        state = browser.execute_script("return window.hloGraph.state()")
+        assert state["comp"] == comp and state["drawnNodes"] > 0
+    _no_errors(browser)

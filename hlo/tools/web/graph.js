@@ -608,6 +608,14 @@
     open: (name) => { const c = COMPS.findIndex((x) => x.name === name); if (c >= 0) openComputation(c); return c >= 0; },
     reveal: (name) => { const i = INSTS.findIndex((x) => x.n === name); if (i >= 0) jumpTo(i); return i >= 0; },
     toggle: (name) => { const i = COMPS[state.comp].i.find((j) => INSTS[j].n === name); if (i === undefined) return false; toggle(String(i)); return true; },
+    computations: () => COMPS.map((c) => c.name),
+    expandAll: () => {      // every expandable node of the current view, nested ones too
+      const exp = expandedSet(state.comp);
+      const visit = (i, key) => { if (!expandable(i)) return; exp.add(key); for (const c of INSTS[i].k) for (const j of COMPS[c].i) visit(j, key + "/" + j); };
+      for (const i of COMPS[state.comp].i) visit(i, String(i));
+      rebuildKeepingScroll();
+      return exp.size;
+    },
   };
   try { init(); } catch (e) { errors.push(String(e && e.stack || e)); throw e; }
 })();
