@@ -73,4 +73,3 @@ def format_html(diff: ModuleDiff, name_a: str = "a", name_b: str = "b") -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["format_html", "ADDED", "REMOVED"]
