@@ -71,5 +71,3 @@ def format_html(diff: ModuleDiff, name_a: str = "a", name_b: str = "b") -> str:
         out.append("</table></details>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
-
-

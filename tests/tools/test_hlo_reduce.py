@@ -1,10 +1,10 @@
 """hlo-reduce: planted bugs in large modules are reduced to a handful of instructions, the
 checker sees every candidate before the predicate, the result is deterministic."""
-import os
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,8 +16,6 @@ from hlo.tools.predicates import CommandPredicate, died_by_signal
 from hlo_cli.hlo_reduce import main
 
 from generated_modules import layered_module
-
-import numpy as np
 
 GREP_PLANTED = 'grep -q "remainder(%planted.exp" {}'
 
