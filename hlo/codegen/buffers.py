@@ -105,6 +105,7 @@ class _Assigner:
         self.buffers: list[Buffer] = []
         self.loops: list[set] = []   # buffers used inside each active while
         self.loop_start = -1         # position where the innermost active while began
+        self.loop_body = None        # the innermost active while's body computation
         self.definer: dict = {}      # id(arena Buffer) -> instruction that first writes it
         self.param_buffers: list = []
 
@@ -193,13 +194,35 @@ class _Assigner:
         return None
 
     def maybe_in_place(self, inst, operand):
-        """operand's buffer when inst may update it in place (operand dies here), else a new one."""
+        """operand's buffer when inst may update it in place (operand dies here, or it is the loop
+        state inst replaces), else a new one."""
         source = self.a.values[id(operand)]
         if (isinstance(source, Buffer) and source.kind is BufferKind.ARENA and len(operand.users) == 1
                 and not _names_other_buffers(operand) and source.start > self.loop_start):
             self.a.in_place.add(id(inst))
             return source
+        if self._updates_loop_state(inst, operand, source):
+            self.a.in_place.add(id(inst))
+            return source
         return self.new_value(inst.shape)
+
+    def _updates_loop_state(self, inst, operand, source) -> bool:
+        """Whether inst turns leaf k of the innermost while's state into leaf k of the next state
+        and nothing else in the body reads leaf k: then it writes the state buffer itself (a loop
+        appending to a carried array, e.g. a KV cache or a scan's outputs, copies nothing)."""
+        body = self.loop_body
+        if (body is None or not isinstance(source, Buffer) or source.kind is not BufferKind.ARENA
+                or operand.opcode != Op.GET_TUPLE_ELEMENT or len(operand.users) != 1
+                or inst.shape.minor_to_major() != operand.shape.minor_to_major()):
+            return False
+        param, k = operand.operands[0], operand.attrs["index"]
+        root = body.root
+        if param.opcode != Op.PARAMETER or all(p is not param for p in body.parameters) \
+                or root.opcode != Op.TUPLE or k >= len(root.operands) or root.operands[k] is not inst \
+                or sum(o is inst for o in root.operands) != 1:
+            return False
+        readers = [u for u in param.users if u.opcode != Op.GET_TUPLE_ELEMENT or u.attrs["index"] == k]
+        return len(readers) == 1 and readers[0] is operand
 
     # -- results and packing
     def _bind_results(self, entry: Computation) -> None:
@@ -336,6 +359,7 @@ def _while(assigner: _Assigner, inst, _):
     used: set = set()
     assigner.loops.append(used)
     outer_start, assigner.loop_start = assigner.loop_start, start
+    outer_body, assigner.loop_body = assigner.loop_body, inst.attrs["body"]
     assigner.visit(inst.attrs["condition"], [state])
     assigner.use(assigner.a.values[id(inst.attrs["condition"].root)])
     body = inst.attrs["body"]
@@ -352,6 +376,7 @@ def _while(assigner: _Assigner, inst, _):
     assigner.pos += 1
     assigner.loops.pop()
     assigner.loop_start = outer_start
+    assigner.loop_body = outer_body
     for buf in used | set(state_leaves) | set(swaps.values()):
         if buf.start <= start:
             buf.end = max(buf.end, assigner.pos)

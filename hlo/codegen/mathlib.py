@@ -239,6 +239,25 @@ class _Ops:
             acc = self.muladd(acc, t, self.f(c))
         return acc
 
+    def estrin(self, t, coeffs, t2=None):
+        """sum(coeffs[k] * t**k) in Estrin's form: pairs c0 + c1*t in parallel, combined with
+        t^2, t^4, ...: a dependency chain of log2(len) multiply-adds instead of len."""
+        powers = {1: t, 2: t2 if t2 is not None else self.mul(t, t)}
+
+        def power(k):
+            if k not in powers:
+                powers[k] = self.mul(power(k // 2), power(k // 2))
+            return powers[k]
+
+        def part(cs):
+            if len(cs) == 1:
+                return self.f(cs[0])
+            if len(cs) == 2:
+                return self.muladd(self.f(cs[1]), t, self.f(cs[0]))
+            half = 1 << ((len(cs) - 1).bit_length() - 1)
+            return self.muladd(part(cs[half:]), power(half), part(cs[:half]))
+        return part(tuple(coeffs))
+
     def poly_select(self, t, first, tables):
         """Horner with each coefficient chosen per lane: tables[0] where `first`, else tables[1]."""
         lo, hi = tables
@@ -385,9 +404,21 @@ def emit_expm1(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def _tanh(o: _Ops, x):
-    t = _expm1(o, o.mul(o.fabs(x), o.f(-2.0)))  # in [-1, 0]
-    th = o.div(o.neg(t), o.add(t, o.f(2.0)))
-    return o.copysign(th, x)
+    """expm1 of u = -2|x| in [expm1_lo, 0] needs none of the general expm1's overflow care:
+    e^u - 1 = 2^n * p + (2^n - 1) is one fused multiply-add (exact when n = 0, so no select for
+    small x), and its polynomial runs in Estrin's form. A loop of tanh is bound by this chain's
+    latency: it is about half the general one's."""
+    w = o.w
+    u = o.mul(o.fabs(x), o.f(-2.0))
+    u = o.select(o.cmp(">", u, o.f(w.expm1_lo)), u, o.f(w.expm1_lo))    # tanh rounds to 1 below
+    n = o.rint(o.mul(u, o.f(LOG2E)))
+    r = _reduce_ln2(o, u, n, w.ln2_hi, w.ln2_lo)
+    r2 = o.mul(r, r)
+    p = o.muladd(r2, o.estrin(r, w.exp_q, r2), r)    # e^r - 1
+    scale = o.pow2(o.to_int(n))
+    t = o.fma(scale, p, o.sub(scale, o.f(1.0)))      # e^u - 1, in [-1, 0]
+    th = o.copysign(o.div(o.neg(t), o.add(t, o.f(2.0))), x)
+    return o.select(o.isnan(x), x, th)
 
 
 @_function("tanh")

@@ -1,0 +1,96 @@
+"""A while loop that writes into a carried array (a KV cache, a scan's outputs) updates the state
+buffer in place (buffers.py): no copy of the array per iteration, and the same results as the
+interpreter; where the body still reads the old array, it is not updated in place."""
+import numpy as np
+import pytest
+
+from hlo import parse_module
+from hlo.codegen import CodegenOptions, JitExecutable
+from hlo.codegen.buffers import assign_buffers
+from hlo.codegen.lowering import prepare
+from hlo.interpreter import run
+from hlo.opcodes import Op
+
+RAW = CodegenOptions(run_pipeline=False)
+AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def scan(extra_body: str = "", extra_root: str = "", extra_shape: str = "") -> str:
+    """for i < 8: cache[i] = h * (i + 1); h = tanh(h); optional extra reads of the cache."""
+    return f"""HloModule m
+cond {{
+  s = (s32[], f32[4], f32[8,4]{extra_shape}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+body {{
+  s = (s32[], f32[4], f32[8,4]{extra_shape}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  h = f32[4] get-tuple-element(s), index=1
+  cache = f32[8,4] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  fi = f32[] convert(i1)
+  fb = f32[4] broadcast(fi), dimensions={{}}
+  scaled = f32[4] multiply(h, fb)
+  row = f32[1,4] reshape(scaled)
+  zero = s32[] constant(0)
+  updated = f32[8,4] dynamic-update-slice(cache, row, i, zero)
+  th = f32[4] tanh(h){extra_body}
+  ROOT next = (s32[], f32[4], f32[8,4]{extra_shape}) tuple(i1, th, updated{extra_root})
+}}
+ENTRY e {{
+  h0 = f32[4] parameter(0)
+  c0 = f32[8,4] parameter(1)
+  z = s32[] constant(0)
+  init = (s32[], f32[4], f32[8,4]{extra_shape}) tuple(z, h0, c0{", c0" if extra_shape else ""})
+  w = (s32[], f32[4], f32[8,4]{extra_shape}) while(init), condition=cond, body=body
+  ROOT out = f32[8,4] get-tuple-element(w), index=2
+}}
+"""
+
+
+def in_place_updates(text: str, options=CodegenOptions()) -> list[str]:
+    module = prepare(parse_module(text, "loop.hlo"), options)
+    assignment = assign_buffers(module)
+    return [i.name for c in module.computations for i in c.instructions
+            if id(i) in assignment.in_place and (i.opcode == Op.DYNAMIC_UPDATE_SLICE or i.opcode == Op.FUSION)]
+
+
+def check(text, *arrays, options=(RAW, CodegenOptions(), AVX2)):
+    module = parse_module(text, "loop.hlo")
+    want = run(module, *arrays)
+    for opts in options:
+        got = JitExecutable(module, opts, threads=1).run(*arrays)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+ARGS = (np.linspace(-1, 1, 4).astype(np.float32), np.full((8, 4), 7.0, np.float32))
+
+
+def test_a_scan_writes_its_outputs_into_the_loop_state():
+    text = scan()
+    assert in_place_updates(text, RAW) == ["updated"]
+    assert in_place_updates(text)                 # also once the pipeline has fused the update
+    check(text, *ARGS)
+
+
+def test_the_old_array_still_read_after_the_update_is_not_overwritten():
+    # the body also returns the cache as it was before the update (index 3)
+    text = scan(extra_root=", cache", extra_shape=", f32[8,4]")
+    assert "updated" not in in_place_updates(text, RAW)
+    check(text, *ARGS)
+
+
+def test_the_old_array_read_by_another_instruction_is_not_overwritten():
+    text = scan(extra_body="\n  old = f32[1,4] slice(cache), slice={[0:1], [0:4]}\n  oldr = f32[4] reshape(old)"
+                           "\n  th2 = f32[4] add(th, oldr)").replace("tuple(i1, th, updated", "tuple(i1, th2, updated")
+    assert "updated" not in in_place_updates(text, RAW)
+    check(text, *ARGS)
