@@ -8,6 +8,10 @@ dot:          m = the lhs free dims, n = the rhs free dims, k = the contracting 
 convolution:  m = (batch, output spatial dims), n = output features,
               k = (kernel window position = "tap", input feature).
 
+Integer contractions of 8-bit operands (quantised models: s8 x s8 -> s32) run in f32 when
+every partial sum is an integer below 2^24 in magnitude, which f32 represents exactly, so the
+result is the exact integer sum (deeper ones keep the integer loops; never Winograd).
+
 Each operand is read where it lies when its layout already has the needed order (A:
 the k elements of a row contiguous; B: row-major [k, n]; C: row-major [m, n]);
 otherwise it is first copied into that order in scratch memory, computed element by
@@ -46,6 +50,7 @@ from .winograd import WinogradEmitter, WinogradShape, winograd_shape
 MIN_FLOPS = 1 << 16    # smaller products keep the simple per-element loops
 MIN_ROWS = 4           # matrix-vector products too
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+EXACT_F32_INTEGERS = 1 << 24   # every integer of smaller magnitude is a float32
 
 
 @dataclass
@@ -122,12 +127,40 @@ def kernel_order(cd: ConvDims) -> list[int]:
 
 
 def _scalar_of(inst: Instruction) -> Optional[str]:
+    """The type the multiply runs in: f32 or f64 for float contractions; f32 for 8-bit integer
+    ones whose every partial sum is an integer below 2^24 (so f32 holds it exactly)."""
     out = inst.shape.element_type
-    if out is None or out.name not in FLOAT_TYPES:
+    if out is None:
         return None
-    if any(o.shape.element_type.name not in FLOAT_TYPES for o in inst.operands):
-        return None
-    return "f64" if out.name == "f64" else "f32"
+    if out.name in FLOAT_TYPES:
+        if any(o.shape.element_type.name not in FLOAT_TYPES for o in inst.operands):
+            return None
+        return "f64" if out.name == "f64" else "f32"
+    return "f32" if _exact_in_f32(inst) else None
+
+
+def _exact_in_f32(inst: Instruction) -> bool:
+    """An integer dot/convolution of narrow operands (quantised int8 models) whose sums of
+    products stay below 2^24 in magnitude, into a 32- or 64-bit result of the right sign."""
+    out = inst.shape.element_type
+    types = [o.shape.element_type for o in inst.operands]
+    if not (out.is_signed_int or out.is_unsigned_int) or out.bits < 32:
+        return False
+    if not all((t.is_signed_int or t.is_unsigned_int) and t.bits <= 8 for t in types):
+        return False
+    if out.is_unsigned_int and any(t.is_signed_int for t in types):
+        return False
+    largest = math.prod((1 << (t.bits - 1)) if t.is_signed_int else (1 << t.bits) - 1 for t in types)
+    return largest * _depth(inst) < EXACT_F32_INTEGERS
+
+
+def _depth(inst: Instruction) -> int:
+    """How many products each output element sums."""
+    lhs, rhs = inst.operands
+    if inst.opcode == Op.DOT:
+        return math.prod(lhs.shape.dims[d] for d in DotDims.of(inst).lhs_contracting)
+    cd = conv_dims(inst)
+    return math.prod(rhs.shape.dims[d] for d in cd.kernel_spatial) * rhs.shape.dims[cd.kernel_input_feature]
 
 
 def plan(inst: Instruction, sources: list, dest: Optional[Shape]) -> Optional[Plan]:
@@ -185,7 +218,7 @@ def _conv_plan(inst, scalar, sources) -> Optional[Plan]:
     batch_rows = inst.shape.dims[cd.output_batch] * math.prod(inst.shape.dims[d] for d in cd.output_spatial)
     taps = math.prod(rhs.shape.dims[d] for d in cd.kernel_spatial)
     features, channels = inst.shape.dims[cd.output_feature], lhs.shape.dims[cd.input_feature]
-    fast = winograd_shape(inst, cd)
+    fast = winograd_shape(inst, cd) if inst.shape.element_type.is_float else None   # integers: exact sums
     if fast is not None:   # the transforms read the operands element by element
         return Plan(inst, scalar, 1, batch_rows, features, taps, channels, None, None, False, winograd=fast)
     a = _in_place(sources[0], scalar, [cd.input_feature])

@@ -68,3 +68,53 @@ def test_reversed_window_alone():
     text = conv((2, 9, 9, 16), (3, 3, 16, 8), (2, 7, 7, 8), "window={size=3x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f")
     assert planned(text)
     check(text, rand(2, 9, 9, 16), rand(3, 3, 16, 8, seed=1))
+
+
+def int_conv(lhs, rhs, out, attrs, t="s8", acc="s32"):
+    return conv(lhs, rhs, out, attrs).replace("f32[", f"{t}[").replace(f"ROOT y = {t}[", f"ROOT y = {acc}[")
+
+
+def extreme_ints(dtype, *dims, seed=0):
+    """Values drawn from the type's extremes and zero: the largest sums the plan allows."""
+    info = np.iinfo(dtype)
+    return np.random.default_rng(seed).choice([info.min, info.max, 0, 1, -1 if info.min else 2], dims).astype(dtype)
+
+
+@pytest.mark.parametrize("t,dtype,acc", [("s8", np.int8, "s32"), ("u8", np.uint8, "u32"), ("s8", np.int8, "s64")])
+def test_int8_convolution_runs_exactly_through_the_f32_multiply(t, dtype, acc):
+    # qwix's quantised CNN: s8 x s8 -> s32, 3x3 over 16 channels (144 products per sum)
+    text = int_conv((4, 16, 16, 16), (3, 3, 16, 32), (4, 8, 8, 32),
+                    "window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f", t, acc)
+    assert planned(text)
+    lhs, rhs = extreme_ints(dtype, 4, 16, 16, 16), extreme_ints(dtype, 3, 3, 16, 32, seed=1)
+    module = parse_module(text, "conv.hlo")
+    want = run(module, lhs, rhs)[0]
+    for opts in BOTH:
+        got = JitExecutable(module, opts, threads=1).run(lhs, rhs)[0]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_int8_contractions_too_deep_for_exact_f32_sums_keep_integer_loops():
+    # 3x3x1024 products of up to 128 * 128: partial sums can pass 2^24
+    text = int_conv((1, 4, 4, 1024), (3, 3, 1024, 8), (1, 2, 2, 8), "window={size=3x3}, dim_labels=b01f_01io->b01f")
+    assert not planned(text)
+    small = int_conv((1, 8, 8, 64), (3, 3, 64, 8), (1, 6, 6, 8), "window={size=3x3}, dim_labels=b01f_01io->b01f")
+    assert planned(small)
+    s16 = int_conv((1, 4, 4, 8), (3, 3, 8, 8), (1, 2, 2, 8), "window={size=3x3}, dim_labels=b01f_01io->b01f", "s16")
+    assert not planned(s16)
+
+
+def test_int8_dot_into_s32():
+    text = """HloModule m
+ENTRY e {
+  a = s8[40,300] parameter(0)
+  b = s8[300,70] parameter(1)
+  ROOT d = s32[40,70] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+    assert planned(text)
+    a, b = extreme_ints(np.int8, 40, 300), extreme_ints(np.int8, 300, 70, seed=1)
+    module = parse_module(text, "dot.hlo")
+    want = run(module, a, b)[0]
+    for opts in BOTH:
+        np.testing.assert_array_equal(JitExecutable(module, opts, threads=1).run(a, b)[0], want)
