@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from . import float_mode
 from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel
 from .target import RegisterFile
 from .types import F32, I64, PTR
@@ -82,9 +83,10 @@ def vector_bits_of(features: str) -> int:
 class GemmLibrary:
     """The multiply functions of one LLVM module, emitted on first use per element type."""
 
-    def __init__(self, module: ir.Module, entry_name: str, target: RegisterFile):
+    def __init__(self, module: ir.Module, entry_name: str, target: RegisterFile, flush_denormals: bool = False):
         self.module = module
         self.target = target
+        self.float_mode = target.arch if flush_denormals else None   # set in worker tasks as in the entry
         self._drivers: dict = {}
         self.threads = _global(module, f"{entry_name}_num_threads", I64, 1)
         self.hook = _global(module, f"{entry_name}_parallel_for", PTR, None)
@@ -123,7 +125,8 @@ class GemmLibrary:
         found = self.module.globals.get(name)
         if found is not None:
             return found
-        return _emit_parallel(self.module, name, self.tiling(scalar), self._driver(scalar), self.threads, self.hook)
+        return _emit_parallel(self.module, name, self.tiling(scalar), self._driver(scalar), self.threads, self.hook,
+                              self.float_mode)
 
 
 def _round64(n: int) -> int:
@@ -351,12 +354,12 @@ class _Arm:
         return False
 
 
-def _emit_parallel(module, name, t: Tiling, driver, threads, hook) -> ir.Function:
+def _emit_parallel(module, name, t: Tiling, driver, threads, hook, mode) -> ir.Function:
     """gemm_parallel(M, N, taps, run, table, B, ldb, C, ldc, pack, region): the driver over
     column parts, one per thread (aligned to NR), through the parallel-for hook when set."""
     args_ty = [I64, I64, I64, I64, PTR, PTR, I64, PTR, I64, PTR, I64]
     ctx_ty = ir.LiteralStructType(args_ty + [I64])  # + number of parts
-    task = _emit_task(module, name + ".task", t, driver, ctx_ty)
+    task = _emit_task(module, name + ".task", t, driver, ctx_ty, mode)
     fn = ir.Function(module, ir.FunctionType(VOID, args_ty), name=name)
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -391,7 +394,7 @@ class IndirectCallee:
         return getattr(self.pointer, name)
 
 
-def _emit_task(module, name, t: Tiling, driver, ctx_ty) -> ir.Function:
+def _emit_task(module, name, t: Tiling, driver, ctx_ty, mode) -> ir.Function:
     """task(ctx, part): the driver on part `part` of the columns, with its own packing region."""
     fn = ir.Function(module, ir.FunctionType(VOID, [PTR, I64]), name=name)
     fn.linkage = "internal"
@@ -405,6 +408,8 @@ def _emit_task(module, name, t: Tiling, driver, ctx_ty) -> ir.Function:
     n0 = _smin(b, b.mul(b.mul(part, per_part), _c(t.nr)), n)
     n1 = _smin(b, b.add(n0, b.mul(per_part, _c(t.nr))), n)
     mine = b.gep(pack, [b.mul(part, region)], source_etype=ir.IntType(8))
+    saved = float_mode.enter(b, b, mode)   # a worker thread runs in the entry's float mode too
     b.call(driver, [m, n, taps, run, table, bmat, ldb, cmat, ldc, mine, n0, n1])
+    float_mode.leave(b, saved)
     b.ret_void()
     return fn

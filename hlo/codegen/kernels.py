@@ -21,7 +21,7 @@ from ..diagnostics import error
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
-from . import contraction, index_digits, scalar_ops
+from . import contraction, float_mode, index_digits, scalar_ops
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
@@ -37,7 +37,7 @@ VOID = ir.VoidType()
 
 class EntryLowering:
     def __init__(self, module: Module, assignment: Assignment, name: str,
-                 target: RegisterFile = RegisterFile(128, 16)):
+                 target: RegisterFile = RegisterFile(128, 16), flush_denormals: bool = False):
         self.module = module
         self.a = assignment
         self.llmod = ir.Module(name=module.name)
@@ -48,7 +48,8 @@ class EntryLowering:
         self.ctx = FunctionContext(self.llmod, self.fn)
         self.elem = ElementalEmitter(self.ctx, self.buffer_of)
         self.pointers: dict[int, ir.Value] = {}
-        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target))
+        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
+        self.float_mode = target.arch if flush_denormals else None
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -89,8 +90,10 @@ class EntryLowering:
 
     # -- driver
     def lower(self) -> ir.Module:
+        saved = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
         self.emit_computation(self.module.entry)
         self._copy_results()
+        float_mode.leave(self.b, saved)
         self.b.ret_void()
         self.ctx.finish()
         return self.llmod

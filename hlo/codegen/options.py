@@ -14,9 +14,11 @@ class CodegenOptions:
     cpu: Optional[str] = None
     features: Optional[str] = None
     run_pipeline: bool = True  # run the 'default' pipeline first so fusions decide the loop nests
+    flush_denormals: bool = True  # subnormal floats are 0 while compiled code runs, as in XLA:CPU (float_mode.py)
 
     def key(self) -> str:
-        return f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
+        return (f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
+                f"{'' if self.flush_denormals else ';ieee-subnormals'}")
 
 
 @dataclass

@@ -62,9 +62,11 @@ def create_target_machine(options, jit: bool = False) -> llvm.TargetMachine:
 
 @dataclass(frozen=True)
 class RegisterFile:
-    """The vector registers micro-kernels may plan for: their width and how many there are."""
+    """The vector registers micro-kernels may plan for (their width and how many there are), and
+    the architecture family ("x86", "aarch64" or "other": where the float mode register lives)."""
     vector_bits: int
     registers: int
+    arch: str = "other"
 
 
 _PROBE = """define void @probe(ptr %p) {
@@ -93,12 +95,13 @@ def _register_file(triple: str, cpu: str, features: str) -> RegisterFile:
     ref.data_layout = str(tm.target_data)
     asm = tm.emit_assembly(ref)
     if triple.startswith(("aarch64", "arm64")):
-        return RegisterFile(128, 32)
+        return RegisterFile(128, 32, "aarch64")
+    arch = "x86" if triple.startswith(("x86_64", "i386", "i686")) else "other"
     if re.search(r"%zmm\d", asm):
-        return RegisterFile(512, 32)
+        return RegisterFile(512, 32, arch)
     if re.search(r"%ymm\d", asm):
-        return RegisterFile(256, 16)
-    return RegisterFile(128, 16)
+        return RegisterFile(256, 16, arch)
+    return RegisterFile(128, 16, arch)
 
 
 # Loop unrolling doubles LLVM's time on very large modules (e.g. long fused

@@ -50,9 +50,9 @@ ENTRY e {{
 
 
 def test_tile_shapes_follow_the_register_file():
-    assert register_file(AVX2) == RegisterFile(256, 16)
-    assert register_file(SSE) == RegisterFile(128, 16)
-    assert register_file(ARM) == RegisterFile(128, 32)
+    assert register_file(AVX2) == RegisterFile(256, 16, "x86")
+    assert register_file(SSE) == RegisterFile(128, 16, "x86")
+    assert register_file(ARM) == RegisterFile(128, 32, "aarch64")
     avx512 = tiling_for(F32, RegisterFile(512, 32))
     assert (avx512.mr, avx512.nr) == (8, 32)
     avx2 = tiling_for(F32, RegisterFile(256, 16))
