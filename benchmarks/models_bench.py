@@ -28,8 +28,10 @@ to force the AVX2 code paths on an AVX-512 host); XLA:CPU is then held to the sa
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,9 @@ import numpy as np
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# A private object cache for this run: never a stale object of an older pipeline or compiler.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="models_bench_")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xla_reference import reference_isa, xla_compiler  # noqa: E402

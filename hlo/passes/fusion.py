@@ -24,7 +24,9 @@ Rules against duplicating work (XLA's ShouldFuse and ComputeGloballyUnfusible):
   is never duplicated into several consumers, and never fused into a consumer
   that reads its elements more than once (broadcast, dot, reduce-window, gather);
 * a producer reading more data than it writes (add(a, b) of same-size arrays) is
-  fused only if every one of its users can take it;
+  fused only if it has one user and that user can take it (with several users it is
+  written once: duplicated, it would carry everything fused into it into every user,
+  e.g. a residual stream recomputed from the first block in every later one);
 * nothing is fused across the computation's root.
 
 Kinds: kOutput when the fusion contains a dot or convolution, kInput when it
@@ -360,6 +362,12 @@ class ComputationFuser:
                 continue
             operand_size = sum(_elements(op.shape) for op in {id(o): o for o in producer.operands}.values())
             if operand_size <= _elements(producer.shape):
+                continue
+            if len({id(u) for u in producer.users}) > 1:
+                # Each user would read all its operands again, and carry along whatever is fused
+                # into it: a residual stream (x + f(x) + g(...) ...) would be recomputed from the
+                # start in every consumer of every block. Written once, it is read once per user.
+                unfusible.add(id(producer))
                 continue
             # Duplication is judged when fusing; here only: could every user take it?
             if all(self.should_fuse(user, user.operands.index(producer), may_duplicate_expensive=True)
