@@ -13,7 +13,8 @@ every partial sum is an integer below 2^24 in magnitude, which f32 represents ex
 result is the exact integer sum (deeper ones keep the integer loops; never Winograd).
 
 Each operand is read where it lies when its layout already has the needed order (A:
-the k elements of a row contiguous; B: row-major [k, n]; C: row-major [m, n]);
+the k elements of a row contiguous; B: row-major [k, n], or [n, k] (x @ W^T, read column by
+column when packing); C: row-major [m, n]);
 otherwise it is first copied into that order in scratch memory, computed element by
 element (so fused producers, transposes and conversions of bf16/f16 to f32 all work).
 A convolution's rows come from an indirection table of input pixels: no im2col copy;
@@ -49,6 +50,7 @@ from .winograd import WinogradEmitter, WinogradShape, winograd_shape
 
 MIN_FLOPS = 1 << 16    # smaller products keep the simple per-element loops
 MIN_ROWS = 4           # matrix-vector products too
+DOT_PRODUCT_ROWS = 8   # x @ W^T with at most this many rows: the elemental dot products (k contiguous in both)
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 EXACT_F32_INTEGERS = 1 << 24   # every integer of smaller magnitude is a float32
 
@@ -67,6 +69,7 @@ class Plan:
     rhs: Optional[Instruction]
     out_direct: bool                 # C is the destination buffer itself
     winograd: Optional[WinogradShape] = None   # a 3x3 convolution computed with F(2x2, 3x3)
+    rhs_transposed: bool = False     # B read in place with k minor ([n, k] per batch), packed from there
     offsets: dict = field(default_factory=dict)
     size: int = 0
 
@@ -176,6 +179,8 @@ def plan(inst: Instruction, sources: list, dest: Optional[Shape]) -> Optional[Pl
     if shaped is None or shaped.m < MIN_ROWS or shaped.n < MIN_ROWS or shaped.k == 0 \
             or shaped.batch * shaped.flops < MIN_FLOPS:
         return None
+    if shaped.rhs_transposed and shaped.m <= DOT_PRODUCT_ROWS:
+        return None   # a few rows against W^T: per-element dot products along contiguous k beat packing W
     shaped.out_direct = dest is not None and dest.element_type.name == scalar \
         and major_to_minor(dest) == output_order(inst) and dest.dims == inst.shape.dims
     shaped.layout_scratch()
@@ -202,7 +207,9 @@ def _dot_plan(inst, scalar, sources) -> Optional[Plan]:
     k = math.prod(lhs.shape.dims[d] for d in dd.lhs_contracting)
     a = _in_place(sources[0], scalar, list(reversed(dd.lhs_contracting)))
     b = _in_place(sources[1], scalar, list(reversed(list(dd.rhs_batch) + list(dd.rhs_contracting) + rfree)))
-    return Plan(inst, scalar, batch, m, n, 1, k, a, b, False)
+    transposed = None if b is not None else \
+        _in_place(sources[1], scalar, list(reversed(list(dd.rhs_batch) + rfree + list(dd.rhs_contracting))))
+    return Plan(inst, scalar, batch, m, n, 1, k, a, b or transposed, False, rhs_transposed=transposed is not None)
 
 
 def conv_supported(inst: Instruction) -> bool:
@@ -223,7 +230,10 @@ def _conv_plan(inst, scalar, sources) -> Optional[Plan]:
         return Plan(inst, scalar, 1, batch_rows, features, taps, channels, None, None, False, winograd=fast)
     a = _in_place(sources[0], scalar, [cd.input_feature])
     b = _in_place(sources[1], scalar, list(reversed(kernel_order(cd))))
-    return Plan(inst, scalar, 1, batch_rows, features, taps, channels, a, b, False)
+    order = kernel_order(cd)
+    transposed = None if b is not None else _in_place(sources[1], scalar, list(reversed([order[-1], *order[:-1]])))
+    return Plan(inst, scalar, 1, batch_rows, features, taps, channels, a, b or transposed, False,
+                rhs_transposed=transposed is not None)
 
 
 # The contractions planned onto gemm.py, and how.
@@ -354,7 +364,8 @@ class ContractionEmitter:
             t = b.gep(table, [b.mul(bi, const64(p.m * p.taps))], source_etype=PTR)
             bm = b.gep(b_base, [b.mul(bi, const64(p.k * p.n))], source_etype=scalar)
             cm = b.gep(c_base, [b.mul(bi, const64(p.m * p.n))], source_etype=scalar)
-            self.gemm.call(b, scalar, p.m, p.n, p.taps, p.run, t, bm, p.n, cm, p.n, pack, p.flops)
+            ldb, column = (1, p.k) if p.rhs_transposed else (p.n, 1)
+            self.gemm.call(b, scalar, p.m, p.n, p.taps, p.run, t, bm, ldb, cm, p.n, pack, p.flops, column)
 
     # A and B in canonical order, computed element by element
     def _materialise_a(self, p: Plan, scratch):

@@ -97,15 +97,17 @@ class GemmLibrary:
 
     # ---- the call a lowering makes
     def call(self, b: ir.IRBuilder, scalar: ir.Type, m, n, taps, run, table, bmat, ldb, cmat, ldc, pack,
-             flops: float) -> None:
-        """C (m x n, row stride ldc) = A (through table: taps runs of `run`) x B (row stride ldb).
+             flops: float, b_column_stride: int = 1) -> None:
+        """C (m x n, row stride ldc) = A (through table: taps runs of `run`) x B, element (k, j) of B
+        at bmat[k * ldb + j * b_column_stride] (1: row-major; a transposed B, k minor, is packed
+        from where it lies).
 
         m may be a run-time i64 value; flops is then an estimate (it picks the threaded path).
         pack: 64-byte aligned scratch of pack_bound(bytes, n, taps * run, MAX_THREADS or 1 when
         flops < PARALLEL_FLOPS)."""
         t = self.tiling(scalar)
         rows = m if isinstance(m, ir.Value) else _c(m)
-        args = [rows, _c(n), _c(taps), _c(run), table, bmat, _c(ldb), cmat, _c(ldc)]
+        args = [rows, _c(n), _c(taps), _c(run), table, bmat, _c(ldb), _c(b_column_stride), cmat, _c(ldc)]
         if flops >= PARALLEL_FLOPS:
             region = part_bytes(t, n, taps * run)
             b.call(self._parallel(scalar), args + [pack, _c(region)])
@@ -195,16 +197,16 @@ def _smin(b, x, y):
 
 
 def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_kernel: ir.Function) -> ir.Function:
-    """gemm(M, N, taps, run, table, B, ldb, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B.
+    """gemm(M, N, taps, run, table, B, ldb, bcol, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B.
 
     K blocks: whole taps, as many as fit in KC, when a tap's run is shorter than KC (so the
     micro-kernel keeps its sums in registers across them); otherwise KC-long pieces of one tap.
     pack: this part's packing region (part_bytes): A's row block first, then B's column block.
     A row block is packed when the column block has at least PACK_A_PANELS panels to reuse it."""
-    fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, PTR, I64, PTR, I64, I64])
+    fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR, I64, I64])
     fn = ir.Function(module, fty, name=f"hlo.gemm.{_suffix(t.scalar)}")
     fn.linkage = "internal"
-    m, n, taps, run, table, bmat, ldb, cmat, ldc, pack, n0, n1 = fn.args
+    m, n, taps, run, table, bmat, ldb, bcol, cmat, ldc, pack, n0, n1 = fn.args
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     loops = _Loops(fn, b)
@@ -226,7 +228,7 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
             with loops.range(run, "pc", step=chunk) as pc:
                 kc = _smin(b, chunk, b.sub(run, pc))
                 depth = b.mul(ntaps, kc)
-                _pack_b(fn, b, t, packed_b, bmat, ldb, b.add(b.mul(t0, run), pc), depth, jc, nc)
+                _pack_b(fn, b, t, packed_b, bmat, ldb, bcol, b.add(b.mul(t0, run), pc), depth, jc, nc)
                 accumulate = b.not_(b.and_(b.icmp_signed("==", t0, _c(0)), b.icmp_signed("==", pc, _c(0))))
                 block = _Block(fn, b, t, rows, table, taps, t0, ntaps, pc, kc, depth, m, cmat, ldc, jc, nc, accumulate)
                 with loops.range(m, "ic", step=t.mc) as ic:
@@ -301,8 +303,18 @@ def _round64_value(b, n):
     return b.and_(b.add(n, _c(63)), _c(~63))
 
 
-def _pack_b(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:
-    """pack[panel][k][0:NR] = B[k0 + k, jc + panel * NR + 0:NR], zeros past column nc."""
+def _pack_b(fn, b, t: Tiling, pack, bmat, ldb, bcol, k0, kc, jc, nc) -> None:
+    """pack[panel][k][0:NR] = B[k0 + k, jc + panel * NR + 0:NR], zeros past column nc; B(k, j) at
+    bmat[k * ldb + j * bcol]: rows of NR copied as vectors when B is row-major (bcol 1), else
+    column by column (a transposed B: contiguous reads along k)."""
+    with _if_else(fn, b, b.icmp_signed("==", bcol, _c(1))) as (row_major, transposed):
+        with row_major:
+            _pack_b_rows(fn, b, t, pack, bmat, ldb, k0, kc, jc, nc)
+        with transposed:
+            _pack_b_columns(fn, b, t, pack, bmat, ldb, bcol, k0, kc, jc, nc)
+
+
+def _pack_b_rows(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:
     loops = _Loops(fn, b)
     sc = t.scalar
     with loops.range(nc, "pj", step=t.nr) as pj:
@@ -323,6 +335,22 @@ def _pack_b(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:
                         v = b.load(b.gep(src, [safe], inbounds=True, source_etype=sc), typ=sc)
                         b.store(b.select(inside, v, ir.Constant(sc, 0.0)),
                                 b.gep(dst, [j], inbounds=True, source_etype=sc))
+
+
+def _pack_b_columns(fn, b, t: Tiling, pack, bmat, ldb, bcol, k0, kc, jc, nc) -> None:
+    loops = _Loops(fn, b)
+    sc = t.scalar
+    with loops.range(nc, "tj", step=t.nr) as pj:
+        width = _smin(b, _c(t.nr), b.sub(nc, pj))
+        panel = b.gep(pack, [b.mul(pj, kc)], inbounds=True, source_etype=sc)
+        with loops.range(_c(t.nr), "tc") as j:
+            inside = b.icmp_signed("<", j, width)
+            safe = b.select(inside, j, _c(0))     # columns past the edge read column 0 (and store zeros)
+            column = b.gep(bmat, [b.add(b.mul(b.add(b.add(jc, pj), safe), bcol), b.mul(k0, ldb))], source_etype=sc)
+            with loops.range(kc, "tk") as k:
+                v = b.load(b.gep(column, [b.mul(k, ldb)], source_etype=sc), typ=sc)
+                b.store(b.select(inside, v, ir.Constant(sc, 0.0)),
+                        b.gep(panel, [b.add(b.mul(k, _c(t.nr)), j)], inbounds=True, source_etype=sc))
 
 
 class _if_else:
@@ -357,7 +385,7 @@ class _Arm:
 def _emit_parallel(module, name, t: Tiling, driver, threads, hook, mode) -> ir.Function:
     """gemm_parallel(M, N, taps, run, table, B, ldb, C, ldc, pack, region): the driver over
     column parts, one per thread (aligned to NR), through the parallel-for hook when set."""
-    args_ty = [I64, I64, I64, I64, PTR, PTR, I64, PTR, I64, PTR, I64]
+    args_ty = [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR, I64]
     ctx_ty = ir.LiteralStructType(args_ty + [I64])  # + number of parts
     task = _emit_task(module, name + ".task", t, driver, ctx_ty, mode)
     fn = ir.Function(module, ir.FunctionType(VOID, args_ty), name=name)
@@ -402,14 +430,14 @@ def _emit_task(module, name, t: Tiling, driver, ctx_ty, mode) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     fields = [b.load(b.gep(ctx, [ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), k)],
                            source_etype=ctx_ty), typ=ty) for k, ty in enumerate(ctx_ty.elements)]
-    m, n, taps, run, table, bmat, ldb, cmat, ldc, pack, region, parts = fields
+    m, n, taps, run, table, bmat, ldb, bcol, cmat, ldc, pack, region, parts = fields
     panels = b.sdiv(b.add(n, _c(t.nr - 1)), _c(t.nr))
     per_part = b.sdiv(b.add(panels, b.sub(parts, _c(1))), parts)
     n0 = _smin(b, b.mul(b.mul(part, per_part), _c(t.nr)), n)
     n1 = _smin(b, b.add(n0, b.mul(per_part, _c(t.nr))), n)
     mine = b.gep(pack, [b.mul(part, region)], source_etype=ir.IntType(8))
     saved = float_mode.enter(b, b, mode)   # a worker thread runs in the entry's float mode too
-    b.call(driver, [m, n, taps, run, table, bmat, ldb, cmat, ldc, mine, n0, n1])
+    b.call(driver, [m, n, taps, run, table, bmat, ldb, bcol, cmat, ldc, mine, n0, n1])
     float_mode.leave(b, saved)
     b.ret_void()
     return fn

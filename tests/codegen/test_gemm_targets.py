@@ -103,3 +103,51 @@ def test_aarch64_kernel_keeps_its_accumulators_in_registers():
     fmlas = [line for line in asm.splitlines() if re.search(r"\bfmla\b", line)]
     assert len({line.split()[1].rstrip(",") for line in fmlas}) >= 24       # v0..v23 accumulate
     assert not re.search(r"\b(str|ldr|stp|ldp)\s+q\d+, .*\[sp", asm)           # no vector spills
+
+
+def dot_transposed_rhs(m, k, n, batch=None):
+    """x @ W^T: W stored [n, k] (contracting dim minor), as backward passes and LSTMs write it."""
+    if batch is None:
+        return f"""HloModule m
+ENTRY e {{
+  a = f32[{m},{k}] parameter(0)
+  w = f32[{n},{k}] parameter(1)
+  ROOT d = f32[{m},{n}] dot(a, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}
+}}
+"""
+    return f"""HloModule m
+ENTRY e {{
+  a = f32[{batch},{m},{k}] parameter(0)
+  w = f32[{batch},{n},{k}] parameter(1)
+  ROOT d = f32[{batch},{m},{n}] dot(a, w), lhs_batch_dims={{0}}, rhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_contracting_dims={{2}}
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["host", "avx2"])
+@pytest.mark.parametrize("m,k,n,batch", [(40, 70, 50, None), (16, 256, 64, None), (33, 300, 130, None),
+                                         (12, 24, 40, 3), (4, 256, 64, None), (8, 90, 33, 2)])
+def test_dot_with_a_transposed_rhs_packs_it_where_it_lies(target, m, k, n, batch):
+    from hlo.codegen.contraction import top_level_plan
+    text = dot_transposed_rhs(m, k, n, batch)
+    plan = top_level_plan(parse_module(text, "gemm.hlo").entry.root, None)
+    if m > 8:
+        assert plan is not None and plan.rhs_transposed and plan.rhs is not None   # no copy of W first
+    else:
+        assert plan is None                                                        # dot products along k
+    lead = () if batch is None else (batch,)
+    check(text, rand(np.float32, *lead, m, k), rand(np.float32, *lead, n, k, seed=1), options=TARGETS[target])
+
+
+def test_transposed_kernel_of_a_convolution_is_packed_where_it_lies():
+    text = """HloModule m
+ENTRY e {
+  x = f32[2,9,9,20] parameter(0)
+  k = f32[24,3,3,20]{3,2,1,0} parameter(1)
+  ROOT y = f32[2,4,4,24] convolution(x, k), window={size=3x3 stride=2x2}, dim_labels=b01f_o01i->b01f
+}
+"""
+    from hlo.codegen.contraction import top_level_plan
+    plan = top_level_plan(parse_module(text, "gemm.hlo").entry.root, None)
+    assert plan is not None and plan.rhs_transposed
+    check(text, rand(np.float32, 2, 9, 9, 20), rand(np.float32, 24, 3, 3, 20, seed=1), options=AVX2)
