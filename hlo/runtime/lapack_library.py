@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 
 class LapackUnavailable(RuntimeError):
     """No LAPACK library could be found or loaded."""
@@ -44,6 +46,11 @@ class LapackLibrary:
     @property
     def int_type(self):
         return ctypes.c_int64 if self.int_bits == 64 else ctypes.c_int32
+
+    @property
+    def int_dtype(self) -> np.dtype:
+        """LAPACK's INTEGER as a numpy dtype."""
+        return np.dtype(np.int64 if self.int_bits == 64 else np.int32)
 
     @functools.cached_property
     def handle(self) -> ctypes.CDLL:
@@ -101,8 +108,7 @@ def _from_openblas_wheels() -> Optional[LapackLibrary]:
 
 
 def _from_numpy() -> Optional[LapackLibrary]:
-    import numpy
-    base = os.path.dirname(numpy.__file__)
+    base = os.path.dirname(np.__file__)
     patterns = [os.path.join(base, "..", "numpy.libs", "libscipy_openblas64_*"),
                 os.path.join(base, ".dylibs", "libscipy_openblas64_*")]
     for pattern in patterns:
