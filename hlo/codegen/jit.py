@@ -136,7 +136,8 @@ class JitExecutable:
 
     @staticmethod
     def _store_lowering(path: Path, lowered: LoweredModule) -> None:
-        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes)
+        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes,
+                             lowered.libraries)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp%d" % os.getpid())
@@ -151,6 +152,8 @@ class JitExecutable:
             ref = llvm.parse_assembly(_stub_ir(lowered.entry_name))
         else:
             ref, _ = parse_and_optimize(lowered.llvm_ir, self.options, jit=True)
+        for library in getattr(lowered, "libraries", ()):   # the symbols the code calls (LAPACK)
+            llvm.load_library_permanently(library)
         engine = llvm.create_mcjit_compiler(ref, tm)
         cache = _ObjectCache(obj_path)
         engine.set_object_cache(cache.notify, cache.getbuffer)
