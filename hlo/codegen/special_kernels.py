@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..attributes import ScatterDims
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import F64 as F64_TYPE, Shape
@@ -275,7 +275,8 @@ def emit_custom_call(low, inst: Instruction) -> None:
     target = inst.attrs.get("custom_call_target")
     handler = CUSTOM_CALLS.get(target)
     if handler is None:
-        raise error(f"the cpu backend does not support custom-call target '{target}' (%{inst.name})",
+        raise error(f"the cpu backend does not support custom-call target '{target}' "
+                    f"(%{written_name(inst.loc, inst.name)})",
                     inst.loc)
     handler(low, inst)
 
