@@ -17,7 +17,7 @@ from ..diagnostics import HloError, error, written_name
 from ..runtime.lapack_library import LapackLibrary, LapackUnavailable, find_lapack
 from ..runtime.lapack_plan import LapackCall, LapackTargetError, Work, ctypes_arguments
 from ..runtime.lapack_targets import TARGETS, ShapeSpec, plan_call
-from ..shapes import primitive_type
+from ..shapes import primitive_type, type_of_dtype
 from .control import register_custom_call
 from .values import as_tuple_if
 
@@ -123,8 +123,7 @@ for _target in TARGETS:
 def _typed_call(family: str, a: np.ndarray, operands: list[np.ndarray], results: list[tuple],
                 config: dict) -> list[np.ndarray]:
     """Run one FFI target of `family` for a's element type on plain arrays."""
-    type_ = primitive_type({np.float32: "f32", np.float64: "f64", np.complex64: "c64",
-                            np.complex128: "c128"}[a.dtype.type])
+    type_ = type_of_dtype(a.dtype)
     prefix = "sdcz"[["f32", "f64", "c64", "c128"].index(type_.name)]
     library = find_lapack()
     call = plan_call(f"lapack_{prefix}{family}_ffi", [(x.shape, type_) for x in operands],
