@@ -225,7 +225,8 @@ class _CallEmitter:
             self.b.call(memset, [pointer, ir.Constant(I8, 0), const64(size), ir.Constant(I1, 0)])
 
     def zero_unfilled_results(self) -> None:
-        filled = {w.result for w in self.call.works if w.result is not None} | {u.result for u in self.call.unpack}
+        """Results no working array fills are zero (unpacked eigenvectors too: not written when info != 0)."""
+        filled = {w.result for w in self.call.works if w.result is not None}
         for j, buf in enumerate(self.results):
             if j not in filled:
                 self.memset(self.low.pointer(buf), buf.shape.byte_size())
