@@ -92,12 +92,13 @@ def link_comment(name: str, library: Optional[LapackLibrary] = None) -> str:
     library = library or find_lapack()
     ints = f"{library.int_bits}-bit integers"
     return "\n".join([
-        f"/* LAPACK: this object calls LAPACK routines by the symbols {library.symbol('sgetrf')!r} spells",
-        f"   ({ints}; found at compile time in {library.path}).",
-        "   Link that library (numpy's bundled OpenBLAS, or the scipy-openblas64 / scipy-openblas32",
-        "   wheel whose symbols and integer width match), e.g.:",
+        f"/* LAPACK: this object calls LAPACK routines by the names one library exports ({library.symbol('sgetrf')}",
+        f"   for sgetrf: Fortran calling convention, {ints}), the library found at compile time:",
+        f"   {library.path}.",
+        "   Link it, or another build exporting the same names with the same integer width (numpy's",
+        "   bundled OpenBLAS, the scipy-openblas64 or scipy-openblas32 wheel), e.g.:",
         f"     cc main.c {name}.o {library.link_flags()} -lm",
-        "   The library should run single-threaded (OPENBLAS_NUM_THREADS=1) unless you want its threads. */",
+        "   OpenBLAS starts threads of its own unless OPENBLAS_NUM_THREADS=1. */",
         f'#define {name}_LAPACK_LIBRARY "{library.path}"',
         f'#define {name}_LINK_FLAGS "{library.link_flags()}"',
     ])
