@@ -195,6 +195,17 @@ class _Builder:
             return 1
         return query_workspace(self.req.library, self.routine, self.req.type.dtype, args, self.req.target)
 
+    def with_workspace(self, head: tuple, tail: tuple) -> tuple:
+        """head, work, lwork, tail: the arguments with the workspace LAPACK's query asks for."""
+        lwork = self.query(*head, Ref("work"), Int(-1), *tail)
+        return (*head, self.value("work", (lwork,)), Int(lwork), *tail)
+
+    def general_matrix(self, role: int = 0) -> tuple[int, int, Ref]:
+        """(m, n, its working array) of the matrix operand factored in place into result 0."""
+        self.batch, m, n = self.req.matrix(role)
+        self.skip = m * n == 0
+        return m, n, self.value("a", (m, n), operand=role, result=0)
+
     def finish(self, *args: Arg, results: int) -> LapackCall:
         req = self.req
         self._check_results(results)
@@ -252,38 +263,27 @@ def _trsm(req: _Request) -> LapackCall:
 
 def _getrf(req: _Request) -> LapackCall:
     p = _Builder(req, "getrf")
-    p.batch, m, n = req.matrix(0)
-    p.skip = m * n == 0
-    a = p.value("a", (m, n), operand=0, result=0)
+    m, n, a = p.general_matrix()
     ipiv = p.ints("ipiv", (min(m, n),), result=1)
     return p.finish(Int(m), Int(n), a, Int(_ld(m)), ipiv, p.info_work(2), results=3)
 
 
 def _geqrf(req: _Request) -> LapackCall:
     p = _Builder(req, "geqrf")
-    p.batch, m, n = req.matrix(0)
-    p.skip = m * n == 0
-    a = p.value("a", (m, n), operand=0, result=0)
+    m, n, a = p.general_matrix()
     tau = p.value("tau", (min(m, n),), result=1)
-    info = p.info_work(None)
-    lwork = p.query(Int(m), Int(n), a, Int(_ld(m)), tau, Ref("work"), Int(-1), info)
-    work = p.value("work", (lwork,))
-    return p.finish(Int(m), Int(n), a, Int(_ld(m)), tau, work, Int(lwork), info, results=2)
+    return p.finish(*p.with_workspace((Int(m), Int(n), a, Int(_ld(m)), tau), (p.info_work(None),)), results=2)
 
 
 def _geqp3(req: _Request) -> LapackCall:
     p = _Builder(req, "geqp3")
-    p.batch, m, n = req.matrix(0)
+    m, n, a = p.general_matrix()
     req.batched(1, p.batch, (n,), S32)
-    p.skip = m * n == 0
-    a = p.value("a", (m, n), operand=0, result=0)
     jpvt = p.ints("jpvt", (n,), operand=1, result=1)
     tau = p.value("tau", (min(m, n),), result=2)
-    info = p.info_work(None)
     rwork: tuple[Arg, ...] = (p.real("rwork", (2 * n,)),) if req.is_complex else ()
-    lwork = p.query(Int(m), Int(n), a, Int(_ld(m)), jpvt, tau, Ref("work"), Int(-1), *rwork, info)
-    work = p.value("work", (lwork,))
-    return p.finish(Int(m), Int(n), a, Int(_ld(m)), jpvt, tau, work, Int(lwork), *rwork, info, results=3)
+    head = (Int(m), Int(n), a, Int(_ld(m)), jpvt, tau)
+    return p.finish(*p.with_workspace(head, (*rwork, p.info_work(None))), results=3)
 
 
 def _orgqr(req: _Request) -> LapackCall:
@@ -298,10 +298,8 @@ def _orgqr(req: _Request) -> LapackCall:
     p.skip = m * n == 0
     a = p.value("a", (m, n), operand=0, result=0)
     tau = p.value("tau", (k,), operand=1)
-    info = p.info_work(None)
-    lwork = p.query(Int(m), Int(n), Int(k), a, Int(_ld(m)), tau, Ref("work"), Int(-1), info)
-    work = p.value("work", (lwork,))
-    return p.finish(Int(m), Int(n), Int(k), a, Int(_ld(m)), tau, work, Int(lwork), info, results=1)
+    head = (Int(m), Int(n), Int(k), a, Int(_ld(m)), tau)
+    return p.finish(*p.with_workspace(head, (p.info_work(None),)), results=1)
 
 
 def _ormqr(req: _Request) -> LapackCall:
@@ -320,10 +318,8 @@ def _ormqr(req: _Request) -> LapackCall:
     a = p.value("a", (a_rows, a_cols), operand=0)
     tau = p.value("tau", (k,), operand=1)
     c = p.value("c", (m, n), operand=2, result=0)
-    info = p.info_work(None)
     head = (Char(side), Char(trans), Int(m), Int(n), Int(k), a, Int(_ld(a_rows)), tau, c, Int(_ld(m)))
-    lwork = p.query(*head, Ref("work"), Int(-1), info)
-    return p.finish(*head, p.value("work", (lwork,)), Int(lwork), info, results=1)
+    return p.finish(*p.with_workspace(head, (p.info_work(None),)), results=1)
 
 
 def _potrf(req: _Request) -> LapackCall:
@@ -349,12 +345,10 @@ def _svd_shapes(req: _Request, mode: str, m: int, n: int) -> tuple[tuple[int, in
 
 def _svd(req: _Request, divide_and_conquer: bool) -> LapackCall:
     p = _Builder(req, "gesdd" if divide_and_conquer else "gesvd")
-    p.batch, m, n = req.matrix(0)
+    m, n, a = p.general_matrix()
     mode = req.char("mode", "ASN")
     k = min(m, n)
     (u_rows, u_cols), (vt_rows, vt_cols) = _svd_shapes(req, mode, m, n)
-    p.skip = m * n == 0
-    a = p.value("a", (m, n), operand=0, result=0)
     s = p.real("s", (k,), result=1)
     u = p.value("u", (u_rows, u_cols), result=2)
     vt = p.value("vt", (vt_rows, vt_cols), result=3)
@@ -417,18 +411,13 @@ def _geev(req: _Request) -> LapackCall:
     if req.is_complex:
         w = p.value("w", (n,), result=0)
         vl, vr = p.value("vl", (n, n), result=1), p.value("vr", (n, n), result=2)
-        info = p.info_work(3)
-        rwork = p.real("rwork", (2 * n,))
         head = (Char(left), Char(right), Int(n), x, Int(_ld(n)), w, vl, Int(_ld(n)), vr, Int(_ld(n)))
-        lwork = p.query(*head, Ref("work"), Int(-1), rwork, info)
-        return p.finish(*head, p.value("work", (lwork,)), Int(lwork), rwork, info, results=4)
+        return p.finish(*p.with_workspace(head, (p.real("rwork", (2 * n,)), p.info_work(3))), results=4)
     wr, wi = p.value("wr", (n,), result=0), p.value("wi", (n,), result=1)
     vl, vr = p.value("vl", (n, n)), p.value("vr", (n, n))
     p.unpacks = [Unpack("vl", "wi", 2), Unpack("vr", "wi", 3)]
-    info = p.info_work(4)
     head = (Char(left), Char(right), Int(n), x, Int(_ld(n)), wr, wi, vl, Int(_ld(n)), vr, Int(_ld(n)))
-    lwork = p.query(*head, Ref("work"), Int(-1), info)
-    return p.finish(*head, p.value("work", (lwork,)), Int(lwork), info, results=5)
+    return p.finish(*p.with_workspace(head, (p.info_work(4),)), results=5)
 
 
 def _gees(req: _Request) -> LapackCall:
@@ -449,9 +438,7 @@ def _gees(req: _Request) -> LapackCall:
         sdim, info = p.ints("sdim", (), result=4), p.info_work(5)
         rwork = ()
     head = (Char(mode), Char(sort), Null(), Int(n), a, Int(_ld(n)), sdim, *eigenvalues, vs, Int(_ld(n)))
-    lwork = p.query(*head, Ref("work"), Int(-1), *rwork, Null(), info)
-    return p.finish(*head, p.value("work", (lwork,)), Int(lwork), *rwork, Null(), info,
-                    results=5 if req.is_complex else 6)
+    return p.finish(*p.with_workspace(head, (*rwork, Null(), info)), results=5 if req.is_complex else 6)
 
 
 def _gehrd(req: _Request) -> LapackCall:
@@ -463,10 +450,8 @@ def _gehrd(req: _Request) -> LapackCall:
     p.skip = n == 0
     a = p.value("a", (m, n), operand=0, result=0)
     tau = p.value("tau", (max(n - 1, 0),), result=1)
-    info = p.info_work(2)
     head = (Int(n), Int(low), Int(high), a, Int(_ld(m)), tau)
-    lwork = p.query(*head, Ref("work"), Int(-1), info)
-    return p.finish(*head, p.value("work", (lwork,)), Int(lwork), info, results=3)
+    return p.finish(*p.with_workspace(head, (p.info_work(2),)), results=3)
 
 
 def _sytrd(req: _Request) -> LapackCall:
