@@ -37,7 +37,8 @@ CACHE_VERSION = "1"
 def _compiler_fingerprint() -> str:
     """A hash of the code generator's own sources: a changed compiler invalidates the cache."""
     h = hashlib.sha256(llvm.llvm_version_info.__repr__().encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    runtime = Path(__file__).parent.parent / "runtime"   # the LAPACK plans the code calls by
+    for path in sorted(Path(__file__).parent.glob("*.py")) + sorted(runtime.glob("lapack_*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
