@@ -137,8 +137,8 @@ class _CallEmitter:
                 if w.result is not None:
                     self.copy_out(w, batch)
             if call.unpack:
-                with self.ctx.if_then(self.b.icmp_signed("==", self.info(), ir.Constant(self.info().type, 0)),
-                                      "lapack.unpack"):
+                info = self.info()
+                with self.ctx.if_then(self.b.icmp_signed("==", info, ir.Constant(info.type, 0)), "lapack.unpack"):
                     for u in call.unpack:
                         self.unpack(u, batch)
 
