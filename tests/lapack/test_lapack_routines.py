@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from lapack_cases import PREFIXES, ct, random_matrix, random_spd, run_target, tol
 
@@ -338,3 +339,32 @@ def test_empty_batch_and_empty_matrices():
     f, info = run_target("lapack_spotrf_ffi", [np.zeros((2, 0, 0), np.float32)],
                          [((2, 0, 0), np.float32), ((2,), np.int32)], {"uplo": ord("L")})
     assert f.shape == (2, 0, 0) and info.tolist() == [0, 0]
+
+
+# -------------------------------------------------------------------------- property tests
+
+SHAPES = st.tuples(st.lists(st.integers(0, 3), max_size=2).map(tuple), st.integers(1, 7), st.integers(1, 7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=SHAPES, prefix=st.sampled_from("sdcz"), seed=st.integers(0, 2 ** 16))
+def test_lu_qr_svd_identities_on_any_shape(shape, prefix, seed):
+    batch, m, n = shape
+    dtype = PREFIXES[prefix]
+    rng = np.random.default_rng(seed)
+    a = random_matrix(rng, batch + (m, n), dtype)
+    k = min(m, n)
+    lu, ipiv, info = run_target(f"lapack_{prefix}getrf_ffi", [a], [(a.shape, dtype), (batch + (k,), np.int32),
+                                                                   (batch, np.int32)])
+    assert np.all((ipiv >= 1) & (ipiv <= m))
+    rebuilt = (np.tril(lu, -1)[..., :, :k] + np.eye(m, k)) @ np.triu(lu)[..., :k, :]
+    for index in np.ndindex(batch):
+        p = a[index].copy()
+        for i, piv in enumerate(ipiv[index]):
+            p[[i, piv - 1]] = p[[piv - 1, i]]
+        np.testing.assert_allclose(rebuilt[index], p, rtol=tol(dtype) * 10, atol=tol(dtype) * 10)
+    _, s, u, vt, info = run_target(f"lapack_{prefix}gesdd_ffi", [a], [
+        (a.shape, dtype), (batch + (k,), real_of(dtype)), (batch + (m, k), dtype), (batch + (k, n), dtype),
+        (batch, np.int32)], {"mode": ord("S")})
+    assert not info.any() and np.all(np.diff(s, axis=-1) <= 0) and np.all(s >= 0)
+    np.testing.assert_allclose((u * s[..., None, :]) @ vt, a, rtol=tol(dtype) * 10, atol=tol(dtype) * 10)
