@@ -218,3 +218,27 @@ def test_calls_differing_only_in_backend_config_are_not_merged():
     lower, upper = JitExecutable(module).run(a, b)
     np.testing.assert_allclose(np.tril(a) @ lower, b, rtol=1e-5)
     np.testing.assert_allclose(np.triu(a) @ upper, b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("t", ["f32", "f64", "c64", "c128"])
+def test_perturbed_tridiagonal_solve_compiled_matches_interpreter(t):
+    """jaxlib's tridiagonal_solve_perturbed_ffi on singular systems (zero and tiny pivots), n = 1 too."""
+    m = ModuleText(f"tsolve_{t}")
+    for n, batch in ((6, 4), (1, 2), (2, 3)):
+        operands = [m.param(t, (batch, n), "{1,0}", kind=kind) for kind in ("random", "random", "random")]
+        rhs = m.param(t, (batch, n, 3), "{1,2,0}" if n > 1 else "{2,1,0}")
+        m.call("tridiagonal_solve_perturbed_ffi", [*operands, rhs], [spell(t, (batch, n, 3))])
+    module = parse_module(m.text(), "tsolve.hlo")
+    rng = np.random.default_rng(5)
+    args = [argument(rng, pt, dims, kind) for pt, dims, kind in m.params]
+    args[1][0, 2] = 0        # exactly zero pivots,
+    args[0][1] = 0
+    args[1][1, 3] = 1e-30    # a tiny one,
+    args[1][2] = 0           # a zero diagonal
+    args[5][1] = 0           # and a zero 1x1 system
+    expected = run(module, *args)
+    got = JitExecutable(module).run(*args)
+    scale = 1e-5 if t in ("f32", "c64") else 1e-12
+    for g, e in zip(got, expected):
+        assert np.isfinite(e).all()
+        np.testing.assert_allclose(g, e, rtol=scale, atol=scale)

@@ -1,5 +1,5 @@
-"""The JAX programs of tests/data/lapack (every LAPACK family for f32, f64, c64 and c128, as
-jax lowers them) against XLA:CPU's outputs: on the interpreter, and compiled, where the
+"""The JAX programs of tests/data/lapack (every LAPACK family, and jaxlib's perturbed
+tridiagonal solve, for f32, f64, c64 and c128, as jax lowers them) against XLA:CPU's outputs: on the interpreter, and compiled, where the
 compiled results must also agree with the interpreter's (both call the same LAPACK)."""
 import numpy as np
 import pytest
@@ -34,7 +34,8 @@ def test_every_family_and_element_type_is_covered():
     ffi = {name for name, info in TARGETS.items() if info.legacy is None}
     # every FFI target but the real spelling of complex orgqr (older programs only)
     assert ffi - covered == {"lapack_corgqr_ffi", "lapack_zorgqr_ffi"}
-    assert {f.name for f in FAMILIES} == set(CASES)
+    assert {f.name for f in FAMILIES} | {"tridiagonal_solve_perturbed"} == set(CASES)
+    assert "tridiagonal_solve_perturbed_ffi" in covered   # jaxlib's (not LAPACK's) solve beside gtsv
 
 
 @pytest.mark.parametrize("name", CASES)

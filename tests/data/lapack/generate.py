@@ -239,7 +239,32 @@ def gtsv(rng, dtype):
     return (dl, d, du, b), f
 
 
-FAMILIES = [trsm, getrf, geqrf, geqp3, orgqr, ormqr, potrf, gesdd, gesvd, syevd, geev, gees, gehrd, sytrd, gtsv]
+def tridiagonal_solve_perturbed(rng, dtype):
+    """jaxlib's perturbed solve (not LAPACK): singular systems, and eigh_tridiagonal's eigenvectors."""
+    dl, d, du = (random(rng, (3, 6), dtype) for _ in range(3))
+    d[0, 2] = 0
+    dl[1] = 0
+    d[1, 4] = 0                                   # exactly singular pivots
+    d[2] = (4 + d[2]).astype(dtype)
+    b = random(rng, (3, 6, 2), dtype)
+    one = random(rng, (1,), dtype)
+    real = np.real(np.ones(1, dtype)).dtype
+    diagonal, offdiagonal = random(rng, (7,), real), random(rng, (6,), real)
+
+    def f(dl, d, du, b, one, diagonal, offdiagonal):
+        x = lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)
+        x1 = lax.linalg.tridiagonal_solve(one * 0, one, one * 0, one[:, None] + 1, perturb_singular=True)
+        out = [jnp.isfinite(x).all(axis=(-2, -1)), x[2], x1]
+        if dtype in (np.float32, np.float64):   # eigh_tridiagonal: real symmetric matrices
+            w, v = jsl.eigh_tridiagonal(diagonal, offdiagonal, eigvals_only=False)
+            t = jnp.diag(diagonal) + jnp.diag(offdiagonal, 1) + jnp.diag(offdiagonal, -1)
+            out += [w, t @ v - v * w[None, :], jnp.abs(jnp.sum(v * v, axis=0))]
+        return tuple(out)
+    return (dl, d, du, b, one, diagonal, offdiagonal), f
+
+
+FAMILIES = [trsm, getrf, geqrf, geqp3, orgqr, ormqr, potrf, gesdd, gesvd, syevd, geev, gees, gehrd, sytrd, gtsv,
+            tridiagonal_solve_perturbed]
 
 
 # -------------------------------------------------------------------------- writing
@@ -278,13 +303,14 @@ def main() -> int:
     for seed, family in enumerate(FAMILIES):
         name = family.__name__
         program, flat = build(family, 1000 + seed)
-        jitted = jax.jit(program)
+        jitted = jax.jit(program, keep_unused=True)
         text = jitted.lower(*flat).as_text(dialect="hlo")
         results = [np.asarray(r) for r in jitted(*flat)]
         (HERE / f"{name}.hlo").write_text(text)
         write_npz(HERE / f"{name}.inputs.npz", {f"arg{i}": a for i, a in enumerate(flat)})
         write_npz(HERE / f"{name}.expected.npz", {f"out{i}": r for i, r in enumerate(results)})
-        targets = sorted({t.split('"')[0] for t in text.split('custom_call_target="')[1:] if t.startswith("lapack")})
+        targets = sorted({t.split('"')[0] for t in text.split('custom_call_target="')[1:]
+                          if t.startswith(("lapack", "tridiagonal"))})
         manifest.append({
             "name": name, "inputs": [hlo_type(a) for a in flat], "outputs": [hlo_type(r) for r in results],
             "rtol": SINGLE_TOL[0], "atol": SINGLE_TOL[1], "double_rtol": DOUBLE_TOL[0], "double_atol": DOUBLE_TOL[1],
