@@ -25,6 +25,7 @@ from ..ir import Module
 from ..runtime import values_io
 from ..text.printer import format_module
 from .buffers import alias_leaves
+from .lapack_calls import libraries_for
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
@@ -93,6 +94,9 @@ class JitExecutable:
         meta_path = directory / f"{key}.meta"
         obj_path = directory / f"{key}.o"
         lowered = self._cached_lowering(meta_path) if obj_path.exists() else None
+        if lowered is not None and getattr(lowered, "libraries", []) != libraries_for(module):
+            lowered = None   # compiled against another LAPACK than the one found now: compile again
+            obj_path.unlink(missing_ok=True)
         self.from_cache = lowered is not None
         if lowered is None:
             lowered = lower_module(module, options, self.NAME)
