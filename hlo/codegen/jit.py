@@ -35,11 +35,13 @@ CACHE_VERSION = "1"
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _compiler_fingerprint() -> str:
-    """A hash of the code generator's own sources: a changed compiler invalidates the cache."""
+    """A hash of the library's sources and LLVM's version: compiled code depends on the code
+    generator, the passes of the default pipeline, the parser and the runtime plans alike, so a
+    change to any of them invalidates the cache."""
     h = hashlib.sha256(llvm.llvm_version_info.__repr__().encode())
-    runtime = Path(__file__).parent.parent / "runtime"   # the LAPACK plans the code calls by
-    for path in sorted(Path(__file__).parent.glob("*.py")) + sorted(runtime.glob("lapack_*.py")):
+    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
