@@ -36,7 +36,7 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
     """The arrays of an .npz file (or one .npy file, keyed ''); UsageError saying how to fix it."""
     source, head = _open(path)
     if not head.startswith(_ZIP_MAGIC + (_NPY_MAGIC,)):
-        raise UsageError(f"{path} is not an .npz or .npy file ({_what_it_is(head)}); {SAVE_HINT}")
+        raise UsageError(f"cannot read {path}: it is not an .npz or .npy file ({_what_it_is(head)}); {SAVE_HINT}")
     try:
         data = np.load(source, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
@@ -137,11 +137,13 @@ def _checked(key: str, array: np.ndarray, param, index: tuple[int, ...], shape) 
 
 
 def _mismatch(key, array, param, index, shape, fix: str):
-    leaf = f"leaf {{{','.join(map(str, index))}}} of " if index else ""
+    parsed = values_io.split_key(key)
+    device = f"device {parsed[0]}: " if parsed[0] is not None else ""
+    leaf = f" leaf {{{','.join(map(str, index))}}}" if index else ""
     given = f"{array.dtype.str if array.dtype.kind == 'V' else _type_name(array.dtype)}" \
             f"[{','.join(map(str, array.shape))}]"
-    return error(f"input {key} for {leaf}parameter {param.attrs['parameter_number']} (%{param.name}) does not "
-                 f"match: expected {shape.without_layout()}, given {given}; {fix}", param.loc)
+    return error(f"{device}argument for parameter {param.attrs['parameter_number']} (%{param.name}){leaf} does "
+                 f"not match: expected {shape.without_layout()}, given {given} (input {key}); {fix}", param.loc)
 
 
 def _type_name(dtype: np.dtype) -> str:

@@ -59,20 +59,27 @@ def read_text(path: str) -> tuple[str, str]:
 
 def _decoded(name: str, data: bytes) -> str:
     """UTF-8 text, or a located error saying the file is binary (and what it looks like)."""
+    guess = next((what for magic, what in _MAGIC if data.startswith(magic)), None)
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
-        bad = nul
     except UnicodeDecodeError as exc:
         text = data.decode("utf-8", errors="replace")
-        bad = exc.start if nul < 0 else min(nul, exc.start)
-    if bad < 0:
+        if nul < 0 and guess is None:   # text with a stray byte (Latin-1?): point at it
+            raise error(f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                        _loc(name, text, data, exc.start)) from None
+        nul = exc.start if nul < 0 else min(nul, exc.start)
+    if nul < 0 and guess is None:
         return text
-    guess = next((what for magic, what in _MAGIC if data.startswith(magic)), None)
-    what = f"it looks like {guess}" if guess else "HLO modules are UTF-8 text"
-    offset = len(data[:bad].decode("utf-8", errors="replace"))
-    raise error(f"this is a binary file, not HLO text (byte 0x{data[bad]:02x} at offset {bad}); {what}",
-                SourceFile(name, text).loc(offset)) from None
+    nul = max(nul, 0)
+    what = f"; it looks like {guess}" if guess else ""
+    raise error(f"this is a binary file, not UTF-8 HLO text (byte 0x{data[nul]:02x} at offset {nul}){what}",
+                _loc(name, text, data, nul)) from None
+
+
+def _loc(name: str, text: str, data: bytes, byte_offset: int):
+    """The location of a byte offset in the text decoded with replacement characters."""
+    return SourceFile(name, text).loc(len(data[:byte_offset].decode("utf-8", errors="replace")))
 
 
 def mlir_dialect(text: str) -> str | None:
