@@ -44,11 +44,11 @@ def write_atomic(path: str, data: bytes | str, inputs=()) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     refuse_inputs(path, inputs)
-    target = Path(os.path.realpath(path))       # through symlinks: the file a link names
-    existing = _existing_status(path, target)
+    existing = _existing_status(path)
     if existing is not None and not stat.S_ISREG(existing.st_mode):
-        _write_special(path, target, data)
+        _write_special(path, data)
         return
+    target = Path(os.path.realpath(path))       # through symlinks: the file a link names
     _make_folders(path, target.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -68,24 +68,25 @@ def write_atomic(path: str, data: bytes | str, inputs=()) -> None:
         raise
 
 
-def _existing_status(path: str, target: Path):
+def _existing_status(path: str):
+    """The status of the file `path` names (through symlinks), None if there is none."""
     try:
-        return target.stat()
+        return os.stat(path)
     except FileNotFoundError:
         return None
     except NotADirectoryError:
-        raise OutputError(f"cannot write {path}: {_file_in_the_way(target.parent)} is a file, "
+        raise OutputError(f"cannot write {path}: {_file_in_the_way(Path(path).parent)} is a file, "
                           f"not a folder") from None
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def _write_special(path: str, target: Path, data: bytes) -> None:
-    """A directory is refused; a device or fifo is written in place."""
-    if target.is_dir():
+def _write_special(path: str, data: bytes) -> None:
+    """A folder is refused; a device, a fifo or /dev/stdout is written in place."""
+    if os.path.isdir(path):
         raise OutputError(f"cannot write {path}: it is a folder; give a file name")
     try:
-        with open(target, "wb") as f:
+        with open(path, "wb") as f:
             f.write(data)
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
