@@ -193,10 +193,10 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
         text = with_target(lowered.llvm_ir, options) if kind == Emit.LLVM else compile_assembly(lowered, options)
         emit(text, output, inputs=[input_file])
     elif kind == Emit.DOT:
-        emit(module_to_dot(module, computation), output, inputs=[input_file])
-        if shutil.which("dot") is None:
+        if shutil.which("dot") is None:   # said first: a `| dot` that fails closes the pipe early
             report("note: this is Graphviz text; drawing it (dot -Tsvg > graph.svg) needs Graphviz's 'dot' "
                    "program, which is not installed (https://graphviz.org/download/, e.g. apt install graphviz)")
+        emit(module_to_dot(module, computation), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
 
