@@ -18,7 +18,6 @@ import sys
 
 import click
 
-from hlo.analysis.loading import without_cascades
 from hlo.diagnostics import HloError
 from hlo.lsp.formatting import FormatResult, format_text
 from hlo_cli.common import EXIT_USER_ERROR, UsageError, read_text, report, tool_main, version_option, write_atomic
@@ -36,6 +35,7 @@ def _location(name: str, text: str, offset: int) -> str:
 def _report_refusal(name: str, text: str, result: FormatResult) -> None:
     if result.errors:
         # Only the errors to fix: not those that follow from another (a name whose line failed).
+        from hlo.analysis.loading import without_cascades  # lazy: the checker loads only for files with errors
         report(HloError(without_cascades(result.errors, text)).render())
         report(f"{name}: error: not formatted: fix the errors above first")
         return
