@@ -50,11 +50,12 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
 
 
 def load_array(path: str) -> np.ndarray:
-    """One array from an .npy file (or a single-array .npz)."""
-    arrays = load_arrays(path)
-    if len(arrays) != 1:
-        raise UsageError(f"{path} holds {len(arrays)} arrays; expected exactly one (an .npy file: np.save(PATH, x))")
-    return next(iter(arrays.values()))
+    """The one array of an .npy file (or of an .npz holding one), for --input KEY=FILE."""
+    arrays = list(load_arrays(path).values())
+    if len(arrays) == 1:
+        return arrays[0]
+    raise UsageError(f"{path} holds {len(arrays)} arrays where --input takes one: give an .npy file "
+                     f"(np.save(PATH, x)), or the .npz with --inputs")
 
 
 def _open(path: str):
