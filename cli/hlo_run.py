@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from typing import Optional
 

@@ -5,7 +5,6 @@ JAX lowers `jax.grad` of a matmul loss with the result layout `f32[16,24]{0,1}`
 (data/make_grad_colmajor.py wrote the module and XLA's values). A C driver that read it
 row-major would silently get transposed numbers; this one uses grad_result0_index(i, j).
 """
-import os
 import shutil
 import subprocess
 import sys

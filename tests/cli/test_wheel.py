@@ -6,7 +6,6 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
