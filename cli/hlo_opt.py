@@ -5,8 +5,10 @@ Instrumentation goes to stderr so that stdout (or -o) carries only the result:
 `--print-after-all`, `--print-after NAME` print the module after passes,
 `--print-changed` prints a unified diff after each pass that changed something,
 `--time-passes` a table of seconds per pass, `--stats` instruction counts by
-opcode before and after. `--emit dot` writes a Graphviz drawing instead of HLO
-(Graphviz's `dot` program turns it into a picture; a note says so when it is missing).
+opcode before and after. `--print-changed=structural` prints hlo-diff's structural
+diff instead of a text diff. `--emit dot` writes a Graphviz drawing instead of HLO
+(Graphviz's `dot` program turns it into a picture; a note says so when it is missing),
+`--emit html` a self-contained interactive page (hlo.tools.graph_page).
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
 from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
 from hlo.text.dot import module_to_dot
 from hlo.passes.spmd_stats import collective_stats, format_stats
+from hlo.text.parser import parse_module
+from hlo.tools.diff import pass_change_report
 from hlo_cli.common import UsageError, did_you_mean, emit, read_text, report, tool_main, version_option
 
 
@@ -36,6 +40,7 @@ class Emit(enum.StrEnum):
     DOT = "dot"      # a Graphviz drawing of one computation
     LLVM = "llvm"    # the compiled backend's LLVM IR
     ASM = "asm"      # the compiled backend's host assembly
+    HTML = "html"    # a self-contained interactive page of the graphs
 
 
 def _list_passes() -> str:
@@ -105,7 +110,7 @@ class Printer:
     """Pass observer printing modules and diffs to stderr."""
     after_all: bool = False
     after: tuple[str, ...] = ()
-    changed_diff: bool = False
+    changed_diff: str | None = None     # None, "unified" or "structural"
     last_text: str = ""
     runs: collections.Counter = field(default_factory=collections.Counter)
 
@@ -117,7 +122,11 @@ class Printer:
             text = format_module(module)
             state = "changed" if event.changed else "unchanged"
             _err(f"// ----- module after {label}, {state} -----\n{text}")
-        if self.changed_diff:
+        if self.changed_diff == "structural" and event.changed:
+            text = text if text is not None else format_module(module)
+            _err(pass_change_report(parse_module(self.last_text, "before"), module, label, color=sys.stderr.isatty()))
+            self.last_text = text
+        elif self.changed_diff:
             if event.changed:
                 text = text if text is not None else format_module(module)
                 diff = difflib.unified_diff(self.last_text.splitlines(keepends=True), text.splitlines(keepends=True),
@@ -145,21 +154,24 @@ class Printer:
 @click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
 @click.option("--print-after", multiple=True, metavar="PASS",
               help="Print the module to stderr after each run of PASS (repeatable).")
-@click.option("--print-changed", is_flag=True,
-              help="Print a unified diff to stderr after every pass that changed the module.")
+@click.option("--print-changed", type=click.Choice(["unified", "structural"]), is_flag=False, flag_value="unified",
+              default=None, help="After every pass that changed the module, print to stderr a unified text diff "
+                                 "(--print-changed) or hlo-diff's structural diff (--print-changed=structural).")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
 @click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after, and the "
               "collectives with the bytes each device moves, to stderr.")
 @click.option("--emit", "emit_kind", type=click.Choice([kind.value for kind in Emit]), default=Emit.HLO.value,
               show_default=True,
-              help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
-                   "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
+              help="Output HLO text, a Graphviz dot drawing of one computation (render it with Graphviz), "
+                   "a self-contained interactive HTML page of the graphs (needs nothing but a browser), "
+                   "or the cpu backend's LLVM IR / host assembly (after the 'default' pipeline unless "
+                   "--passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
 def main(input_file: str | None, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
          verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
-         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
+         print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
@@ -195,8 +207,12 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
     elif kind == Emit.DOT:
         if shutil.which("dot") is None:   # said first: a `| dot` that fails closes the pipe early
             report("note: this is Graphviz text; drawing it (dot -Tsvg > graph.svg) needs Graphviz's 'dot' "
-                   "program, which is not installed (https://graphviz.org/download/, e.g. apt install graphviz)")
+                   "program, which is not installed (https://graphviz.org/download/, e.g. apt install graphviz); "
+                   "--emit=html writes a page that needs only a browser")
         emit(module_to_dot(module, computation), output, inputs=[input_file])
+    elif kind == Emit.HTML:
+        from hlo.tools.graph_page import graph_page  # lazy: the page's assets load only for --emit=html
+        emit(graph_page(module, input_file if input_file != "-" else ""), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
 
