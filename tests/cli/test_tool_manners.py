@@ -14,7 +14,7 @@ import pytest
 
 from user_session import ROOT, shell
 
-TOOLS = ("hlo-opt", "hlo-run", "hlo-aot", "hlo-fmt", "hlo-lsp")
+TOOLS = ("hlo-opt", "hlo-run", "hlo-aot", "hlo-fmt", "hlo-lsp", "hlo-diff", "hlo-reduce")
 AXPY = ROOT / "samples" / "axpy.hlo"
 BIG = """\
 HloModule big

@@ -14,7 +14,7 @@ from user_session import ROOT, fresh_copy, fresh_venv, shell
 
 pytestmark = pytest.mark.slow
 
-TOOLS = ("hlo-opt", "hlo-run", "hlo-aot", "hlo-fmt", "hlo-lsp")
+TOOLS = ("hlo-opt", "hlo-run", "hlo-aot", "hlo-fmt", "hlo-lsp", "hlo-diff", "hlo-reduce")
 SAMPLES = sorted(p.name for p in (ROOT / "samples").glob("*.hlo"))
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
