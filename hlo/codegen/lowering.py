@@ -9,6 +9,8 @@ from ..text.printer import format_module
 from .buffers import assign_buffers
 from .emitters import expander_passes
 from .kernels import EntryLowering
+from .lapack_calls import libraries_for
+from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
 from .options import CodegenOptions, LoweredModule
 from .target import register_file
 from .types import check_shape_supported
@@ -55,4 +57,4 @@ def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
     assignment = assign_buffers(prepared)
     llmod = EntryLowering(prepared, assignment, name, register_file(options), options.flush_denormals).lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
-                         assignment.temp_bytes)
+                         assignment.temp_bytes, libraries_for(prepared))
