@@ -3,33 +3,20 @@ windows, the kernel gradients JAX writes (batch and feature swapped, huge window
 depthwise convolutions; compiled against the interpreter, with AVX2 forced as well."""
 import numpy as np
 import pytest
+from target_cases import AVX2, RAW, check as check_targets, private_cache, rand as rand_typed  # noqa: F401
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable
 from hlo.codegen.contraction import top_level_plan
-from hlo.interpreter import run
 
-AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
-BOTH = (CodegenOptions(run_pipeline=False), AVX2)
+BOTH = (RAW, AVX2)
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+def rand(*dims, seed=0):
+    return rand_typed(np.float32, *dims, seed=seed)
 
 
-def rand(*dims, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).uniform(-1, 1, dims).astype(dtype)
-
-
-def check(text, *arrays, options=BOTH, tol=1e-4):
-    module = parse_module(text, "conv.hlo")
-    want = run(module, *arrays)
-    for opts in options:
-        got = JitExecutable(module, opts, threads=1).run(*arrays)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+def check(text, *arrays, options=BOTH):
+    check_targets(text, *arrays, options=options)
 
 
 def conv(lhs, rhs, out, attrs):
@@ -86,12 +73,8 @@ def test_int8_convolution_runs_exactly_through_the_f32_multiply(t, dtype, acc):
     text = int_conv((4, 16, 16, 16), (3, 3, 16, 32), (4, 8, 8, 32),
                     "window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f", t, acc)
     assert planned(text)
-    lhs, rhs = extreme_ints(dtype, 4, 16, 16, 16), extreme_ints(dtype, 3, 3, 16, 32, seed=1)
-    module = parse_module(text, "conv.hlo")
-    want = run(module, lhs, rhs)[0]
-    for opts in BOTH:
-        got = JitExecutable(module, opts, threads=1).run(lhs, rhs)[0]
-        np.testing.assert_array_equal(got, want)
+    check_targets(text, extreme_ints(dtype, 4, 16, 16, 16), extreme_ints(dtype, 3, 3, 16, 32, seed=1),
+                  options=BOTH, exact=True)
 
 
 def test_int8_contractions_too_deep_for_exact_f32_sums_keep_integer_loops():
@@ -113,8 +96,5 @@ ENTRY e {
 }
 """
     assert planned(text)
-    a, b = extreme_ints(np.int8, 40, 300), extreme_ints(np.int8, 300, 70, seed=1)
-    module = parse_module(text, "dot.hlo")
-    want = run(module, a, b)[0]
-    for opts in BOTH:
-        np.testing.assert_array_equal(JitExecutable(module, opts, threads=1).run(a, b)[0], want)
+    check_targets(text, extreme_ints(np.int8, 40, 300), extreme_ints(np.int8, 300, 70, seed=1),
+                  options=BOTH, exact=True)

@@ -2,7 +2,7 @@
 in f32, subnormal inputs count as 0; the caller's float mode is restored after every run; with
 flush_denormals=False results keep IEEE subnormals, as the interpreter computes."""
 import numpy as np
-import pytest
+from target_cases import ARM, private_cache  # noqa: F401
 
 from hlo import parse_module
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
@@ -24,11 +24,6 @@ ENTRY e {
 """
 X = np.array([-100.0, -90.0, -87.0, 0.5], np.float32)
 Y = np.array([1e-40, -3e-39, 2e-38, 1.0], np.float32)     # two subnormals, two normals
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def test_subnormal_results_and_inputs_are_zero_as_in_xla():
@@ -71,7 +66,6 @@ ENTRY e {
 
 def test_aarch64_sets_fpcr_and_x86_mxcsr():
     module = parse_module(UNDERFLOW, "m.hlo")
-    arm = CodegenOptions(triple="aarch64-unknown-linux-gnu", cpu="generic", features="+neon")
-    assert "fpcr" in compile_assembly(lower_module(module, arm), arm).lower()
+    assert "fpcr" in compile_assembly(lower_module(module, ARM), ARM).lower()
     assert "ldmxcsr" in compile_assembly(lower_module(module, CodegenOptions()), CodegenOptions())
     assert "mxcsr" not in compile_assembly(lower_module(module, IEEE), IEEE)

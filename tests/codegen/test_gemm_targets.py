@@ -6,37 +6,19 @@ import re
 
 import numpy as np
 import pytest
+from target_cases import ARM, AVX2, HOST, SSE, check as check_targets, private_cache, rand  # noqa: F401
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable
 from hlo.codegen.gemm import PACK_A_PANELS, tiling_for
 from hlo.codegen.lowering import lower_module
 from hlo.codegen.target import RegisterFile, compile_assembly, register_file
 from hlo.codegen.types import F32, F64
-from hlo.interpreter import run
 
-HOST = CodegenOptions()
-AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
-SSE = CodegenOptions(features="-avx512f,-avx2,-avx,-fma")
-ARM = CodegenOptions(triple="aarch64-unknown-linux-gnu", cpu="generic", features="+neon")
 TARGETS = {"host": HOST, "avx2": AVX2, "sse": SSE}
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
-def rand(dtype, *dims, seed=0):
-    return np.random.default_rng(seed).uniform(-1, 1, dims).astype(dtype)
-
-
 def check(text, *arrays, options, tol=1e-4, threads=1):
-    module = parse_module(text, "gemm.hlo")
-    want = run(module, *arrays)
-    got = JitExecutable(module, options, threads=threads).run(*arrays)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+    check_targets(text, *arrays, options=(options,), rtol=tol, threads=threads)
 
 
 def dot(m, k, n, t="f32"):

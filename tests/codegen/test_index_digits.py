@@ -5,29 +5,16 @@ Differential: compiled fusions of reshape / transpose / broadcast / elementwise 
 interpreter, with random shapes, layouts and cuts (hypothesis), with AVX2 forced as well.
 """
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
+from target_cases import AVX2, HOST, RAW, check as check_targets, private_cache  # noqa: F401
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable, lower_module
+from hlo.codegen import lower_module
 from hlo.codegen.index_digits import _cut, _digit_extents, loop_splits
-from hlo.interpreter import run
-
-AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
-def check(text, *arrays, options=(CodegenOptions(),)):
-    module = parse_module(text, "digits.hlo")
-    want = run(module, *arrays)
-    for opts in options:
-        got = JitExecutable(module, opts, threads=1).run(*arrays)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+def check(text, *arrays, options=(HOST,)):
+    check_targets(text, *arrays, options=options, rtol=1e-6)
 
 
 GELU_OF_HEADS = """HloModule m
@@ -56,11 +43,11 @@ def test_a_reshape_round_trip_splits_the_loop_and_needs_no_division():
     root = module.computations[0].root
     params = set(id(p) for p in module.computations[0].parameters)
     assert loop_splits([root], root.shape, lambda i: id(i) in params) == {1: [4, 48]}
-    ir = lower_module(module, CodegenOptions(run_pipeline=False)).llvm_ir
+    ir = lower_module(module, RAW).llvm_ir
     assert "udiv" not in ir and "urem" not in ir
     rng = np.random.default_rng(0)
     check(GELU_OF_HEADS, rng.standard_normal((96, 192), np.float32), rng.standard_normal(96, np.float32),
-          options=(CodegenOptions(), AVX2))
+          options=(HOST, AVX2))
 
 
 def test_cuts_follow_chunks_and_refuse_what_does_not_nest():
@@ -125,7 +112,7 @@ def test_reshape_transpose_chains_match_the_interpreter(chain, avx2):
     text, x_dims, b = chain
     rng = np.random.default_rng(1)
     check(text, rng.uniform(-1, 1, x_dims).astype(np.float32), rng.uniform(-1, 1, b).astype(np.float32),
-          options=(AVX2 if avx2 else CodegenOptions(run_pipeline=False),))
+          options=(AVX2 if avx2 else RAW,))
 
 
 def test_layout_changing_bitcast_in_a_fusion():
@@ -142,7 +129,7 @@ ENTRY e {
 }
 """
     x = np.random.default_rng(2).standard_normal((6, 40)).astype(np.float32)
-    check(text, x, options=(CodegenOptions(run_pipeline=False), AVX2))
+    check(text, x, options=(RAW, AVX2))
 
 
 def test_reduce_of_a_reshape_keeps_its_row_digits():
@@ -165,4 +152,4 @@ ENTRY e {
 }
 """
     x = np.random.default_rng(3).standard_normal((12, 64)).astype(np.float32)
-    check(text, x, options=(CodegenOptions(run_pipeline=False), AVX2))
+    check(text, x, options=(RAW, AVX2))

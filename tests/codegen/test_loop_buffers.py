@@ -2,22 +2,12 @@
 buffer in place (buffers.py): no copy of the array per iteration, and the same results as the
 interpreter; where the body still reads the old array, it is not updated in place."""
 import numpy as np
-import pytest
+from target_cases import AVX2, HOST, RAW, check as check_targets, private_cache  # noqa: F401
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable
 from hlo.codegen.buffers import assign_buffers
 from hlo.codegen.lowering import prepare
-from hlo.interpreter import run
 from hlo.opcodes import Op
-
-RAW = CodegenOptions(run_pipeline=False)
-AVX2 = CodegenOptions(features="-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd")
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def scan(extra_body: str = "", extra_root: str = "", extra_shape: str = "") -> str:
@@ -56,20 +46,15 @@ ENTRY e {{
 """
 
 
-def in_place_updates(text: str, options=CodegenOptions()) -> list[str]:
+def in_place_updates(text: str, options=HOST) -> list[str]:
     module = prepare(parse_module(text, "loop.hlo"), options)
     assignment = assign_buffers(module)
     return [i.name for c in module.computations for i in c.instructions
             if id(i) in assignment.in_place and (i.opcode == Op.DYNAMIC_UPDATE_SLICE or i.opcode == Op.FUSION)]
 
 
-def check(text, *arrays, options=(RAW, CodegenOptions(), AVX2)):
-    module = parse_module(text, "loop.hlo")
-    want = run(module, *arrays)
-    for opts in options:
-        got = JitExecutable(module, opts, threads=1).run(*arrays)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+def check(text, *arrays):
+    check_targets(text, *arrays, options=(RAW, HOST, AVX2), rtol=1e-6)
 
 
 ARGS = (np.linspace(-1, 1, 4).astype(np.float32), np.full((8, 4), 7.0, np.float32))
