@@ -22,11 +22,13 @@ from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from . import contraction, scalar_ops
+from . import dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401  (register their emitters and element generators)
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor
+from .fused_buffers import fusion_scratch_bytes, materialize_fused
 from .gemm import GemmLibrary
 from .special_kernels import emit_scatter
 from .types import I8, I64, PTR, constant_of, load_element, store_element
@@ -170,10 +172,11 @@ def emit_bitcast(low: EntryLowering, inst: Instruction) -> None:
         emit_loop(low, inst)
 
 
-@EMITTERS.register(Op.FUSION, scratch_bytes=contraction.scratch_bytes)
+@EMITTERS.register(Op.FUSION, scratch_bytes=fusion_scratch_bytes)
 def emit_fusion(low: EntryLowering, inst: Instruction) -> None:
     body = inst.attrs["calls"]
     low.elem.bind_fusion(inst)
+    materialize_fused(low, inst)
     root = body.root
     value = low.a.values[id(inst)]
     if low.contractions.emit_fused(inst, value):
