@@ -22,7 +22,7 @@ from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from . import contraction, scalar_ops
-from . import dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401  (register their emitters and element generators)
+from . import complex_math, dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401  (register their emitters and element generators)
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
@@ -30,6 +30,7 @@ from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor
 from .fused_buffers import fusion_scratch_bytes, materialize_fused
 from .gemm import GemmLibrary
+from .profiling import profiler_for
 from .special_kernels import emit_scatter
 from .types import I8, I64, PTR, constant_of, load_element, store_element
 
@@ -37,7 +38,8 @@ VOID = ir.VoidType()
 
 
 class EntryLowering:
-    def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128):
+    def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128,
+                 profile: bool = False):
         self.module = module
         self.a = assignment
         self.llmod = ir.Module(name=module.name)
@@ -49,6 +51,7 @@ class EntryLowering:
         self.elem = ElementalEmitter(self.ctx, self.buffer_of)
         self.pointers: dict[int, ir.Value] = {}
         self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
+        self.profiler = profiler_for(self, module, profile)
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -92,6 +95,7 @@ class EntryLowering:
         self.emit_computation(self.module.entry)
         self._copy_results()
         self.b.ret_void()
+        self.profiler.finish()
         self.ctx.finish()
         return self.llmod
 
@@ -104,7 +108,8 @@ class EntryLowering:
         emitter = EMITTERS.get(inst.opcode)
         if emitter is None:
             raise unsupported_error(inst)
-        emitter(self, inst)
+        with self.profiler.around(inst):
+            emitter(self, inst)
 
     def emit_elemental(self, inst: Instruction, generator, value) -> None:
         """Store generator(index) into value's buffer(s) for every index of inst's output."""

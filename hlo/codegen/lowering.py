@@ -55,6 +55,7 @@ def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
     _, _, features = resolved_target(options)
-    llmod = EntryLowering(prepared, assignment, name, vector_bits_of(features)).lower()
+    lowering = EntryLowering(prepared, assignment, name, vector_bits_of(features), profile=options.profile)
+    llmod = lowering.lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
-                         assignment.temp_bytes)
+                         assignment.temp_bytes, profile=list(lowering.profiler.entries))

@@ -14,9 +14,11 @@ class CodegenOptions:
     cpu: Optional[str] = None
     features: Optional[str] = None
     run_pipeline: bool = True  # run the 'default' pipeline first so fusions decide the loop nests
+    profile: bool = False      # time every kernel (profiling.py); never on unless asked
 
     def key(self) -> str:
-        return f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
+        return (f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
+                + (";profile" if self.profile else ""))
 
 
 @dataclass
@@ -26,3 +28,4 @@ class LoweredModule:
     params: list[Shape] = field(default_factory=list)
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
+    profile: list = field(default_factory=list)   # profiling.ProfileEntry per timed kernel (profile=True)
