@@ -7,7 +7,7 @@ once. Formulas (z = a + bi):
     sqrt   t = sqrt((|a| + |z|) / 2): (t, b / 2t) for a >= 0, else (|b| / 2t, ±t)
     log    (log |z|, atan2(b, a));   log1p: log |1 + z| via log1p near 0
     expm1  (expm1(a) cos b - 2 sin^2(b/2), e^a sin b)
-    sin, cos, sinh, cosh from the real ones; tanh from (sinh 2a + i sin 2b) /
+    sin, cos from the real ones, sinh z = -i sin(iz), cosh z = cos(iz); tanh from (sinh 2a + i sin 2b) /
     (cosh 2a + cos 2b), which tends to ±1 for large |a|; tan z = -i tanh(iz)
     asinh  log(w + sqrt(w^2 + 1)) with w = ±z in the right half-plane (no cancellation);
     asin z = -i asinh(iz), acos z = pi/2 - asin z; atanh = (log1p z - log1p(-z)) / 2,
@@ -190,16 +190,6 @@ def _trig(c: Complex, op: Op, z):
     return b.fmul(ca, chy), b.fneg(b.fmul(sa, shy))
 
 
-def _hyperbolic(c: Complex, op: Op, z):
-    a, y = z
-    b = c.b
-    sha, cha = c.real(Op.SINH, a), c.real(Op.COSH, a)
-    sy, cy = c.real(Op.SINE, y), c.real(Op.COSINE, y)
-    if op == Op.SINH:
-        return b.fmul(sha, cy), b.fmul(cha, sy)
-    return b.fmul(cha, cy), b.fmul(sha, sy)
-
-
 _UNARY = {
     Op.SQRT: lambda c, z: c.sqrt(z),
     Op.RSQRT: lambda c, z: c.div((ONE, ZERO), c.sqrt(z)),
@@ -209,8 +199,8 @@ _UNARY = {
     Op.SINE: lambda c, z: _trig(c, Op.SINE, z),
     Op.COSINE: lambda c, z: _trig(c, Op.COSINE, z),
     Op.TAN: lambda c, z: _minus_i(c, _tanh(c, _i(c, z))),
-    Op.SINH: lambda c, z: _hyperbolic(c, Op.SINH, z),
-    Op.COSH: lambda c, z: _hyperbolic(c, Op.COSH, z),
+    Op.SINH: lambda c, z: _minus_i(c, _trig(c, Op.SINE, _i(c, z))),   # sinh z = -i sin(iz)
+    Op.COSH: lambda c, z: _trig(c, Op.COSINE, _i(c, z)),               # cosh z = cos(iz)
     Op.TANH: _tanh,
     Op.ASINH: _asinh,
     Op.ASIN: lambda c, z: _minus_i(c, _asinh(c, _i(c, z))),

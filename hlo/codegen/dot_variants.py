@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from ..attributes import DotDims
 from ..diagnostics import error
-from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import primitive_type
 from . import scalar_ops

@@ -13,39 +13,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable
+from compiled_cases import BOTH, RAW, check_against_interpreter, compiled, private_cache  # noqa: F401
+from hlo.codegen import JitExecutable
 from hlo.codegen.rng_kernels import INITIAL_COUNTER, KEY_MIX, split_halves
 from hlo.interpreter import run
 from hlo.interpreter.rng import _philox_u32
 
-RAW = CodegenOptions(run_pipeline=False)
-BOTH = (RAW, CodegenOptions())
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
-def compiled(text: str, *arrays, options=RAW):
-    return JitExecutable(parse_module(text, "test.hlo"), options).run(*arrays)
-
-
-def check(text: str, *arrays, rtol=1e-6, atol=1e-6, options=BOTH):
-    module = parse_module(text, "test.hlo")
-    want = run(module, *arrays)
-    for opts in options:
-        got = JitExecutable(module, opts).run(*arrays)
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            g, w = np.asarray(g), np.asarray(w)
-            assert g.shape == w.shape and g.dtype == w.dtype
-            if w.dtype.kind in "biu":
-                np.testing.assert_array_equal(g, w)
-            else:
-                wide = np.complex128 if w.dtype.kind == "c" else np.float64
-                np.testing.assert_allclose(g.astype(wide), w.astype(wide), rtol=rtol, atol=atol, equal_nan=True)
-    return want
+check = check_against_interpreter
 
 
 def rand(shape, seed=0, low=-1.0, high=1.0, dtype=np.float32):

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiled_cases import BOTH, RAW, check_against_interpreter, private_cache  # noqa: F401
 from hlo import parse_module
 from hlo.codegen import CodegenOptions, JitExecutable
 from hlo.codegen.lowering import prepare
@@ -13,25 +14,11 @@ from hlo.interpreter import run
 from hlo.opcodes import Op
 from hlo.runtime import values_io
 
-RAW = CodegenOptions(run_pipeline=False)
-BOTH = (RAW, CodegenOptions())
 MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 def check(text: str, *arrays, rtol=1e-5, atol=1e-5, options=BOTH):
-    module = parse_module(text, "test.hlo")
-    want = run(module, *arrays)
-    for opts in options:
-        got = JitExecutable(module, opts).run(*arrays)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape and g.dtype == w.dtype
-            wide = np.complex128 if w.dtype.kind == "c" else np.float64
-            np.testing.assert_allclose(g.astype(wide), w.astype(wide), rtol=rtol, atol=atol)
+    return check_against_interpreter(text, *arrays, rtol=rtol, atol=atol, options=options)
 
 
 def rand(shape, seed=0, dtype=np.float32):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from compiled_cases import private_cache  # noqa: F401
 from hlo import parse_module
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
 from hlo.codegen.profiling import format_profile
@@ -55,11 +56,6 @@ ENTRY e {
   ROOT e = f32[8,8] exponential(x), metadata={op_name="jit(main)/exp" stack_frame_id=2}
 }
 """
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _rows(executable):
