@@ -224,7 +224,7 @@ def constant(elem, inst, index):
         scalar = array.reshape(())
         if t.is_complex:
             return constant_of(t, complex(scalar))
-        return constant_of(t, scalar.item() if t.name not in ("bf16", "f16") else float(scalar))
+        return constant_of(t, float(scalar) if t.is_float else scalar.item())
     return load_element(elem.b, elem.constant_global(inst), inst.shape, index)
 
 
