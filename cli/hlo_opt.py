@@ -5,13 +5,16 @@ Instrumentation goes to stderr so that stdout (or -o) carries only the result:
 `--print-after-all`, `--print-after NAME` print the module after passes,
 `--print-changed` prints a unified diff after each pass that changed something,
 `--time-passes` a table of seconds per pass, `--stats` instruction counts by
-opcode before and after. `--emit dot` writes a Graphviz drawing instead of HLO.
+opcode before and after. `--print-changed=structural` prints hlo-diff's structural
+diff instead of a text diff. `--emit dot` writes a Graphviz drawing instead of HLO
+(Graphviz renders it), `--emit html` a self-contained interactive page (hlo.tools.graph_page).
 """
 from __future__ import annotations
 
 import collections
 import difflib
 import enum
+import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -24,6 +27,8 @@ from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
 from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
 from hlo.text.dot import module_to_dot
 from hlo.passes.spmd_stats import collective_stats, format_stats
+from hlo.text.parser import parse_module
+from hlo.tools.diff import pass_change_report
 from hlo_cli.common import UsageError, emit, read_text, tool_main
 
 
@@ -33,6 +38,7 @@ class Emit(enum.StrEnum):
     DOT = "dot"      # a Graphviz drawing of one computation
     LLVM = "llvm"    # the compiled backend's LLVM IR
     ASM = "asm"      # the compiled backend's host assembly
+    HTML = "html"    # a self-contained interactive page of the graphs
 
 
 def _list_passes() -> str:
@@ -102,7 +108,7 @@ class Printer:
     """Pass observer printing modules and diffs to stderr."""
     after_all: bool = False
     after: tuple[str, ...] = ()
-    changed_diff: bool = False
+    changed_diff: str | None = None     # None, "unified" or "structural"
     last_text: str = ""
     runs: collections.Counter = field(default_factory=collections.Counter)
 
@@ -114,7 +120,11 @@ class Printer:
             text = format_module(module)
             state = "changed" if event.changed else "unchanged"
             _err(f"// ----- module after {label}, {state} -----\n{text}")
-        if self.changed_diff:
+        if self.changed_diff == "structural" and event.changed:
+            text = text if text is not None else format_module(module)
+            _err(pass_change_report(parse_module(self.last_text, "before"), module, label, color=sys.stderr.isatty()))
+            self.last_text = text
+        elif self.changed_diff:
             if event.changed:
                 text = text if text is not None else format_module(module)
                 diff = difflib.unified_diff(self.last_text.splitlines(keepends=True), text.splitlines(keepends=True),
@@ -140,21 +150,24 @@ class Printer:
 @click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
 @click.option("--print-after", multiple=True, metavar="PASS",
               help="Print the module to stderr after each run of PASS (repeatable).")
-@click.option("--print-changed", is_flag=True,
-              help="Print a unified diff to stderr after every pass that changed the module.")
+@click.option("--print-changed", type=click.Choice(["unified", "structural"]), is_flag=False, flag_value="unified",
+              default=None, help="After every pass that changed the module, print to stderr a unified text diff "
+                                 "(--print-changed) or hlo-diff's structural diff (--print-changed=structural).")
 @click.option("--time-passes", is_flag=True, help="Print seconds spent per pass to stderr.")
 @click.option("--stats", is_flag=True, help="Print instruction counts by opcode before and after, and the "
               "collectives with the bytes each device moves, to stderr.")
 @click.option("--emit", "emit_kind", type=click.Choice([kind.value for kind in Emit]), default=Emit.HLO.value,
               show_default=True,
-              help="Output HLO text, a Graphviz dot drawing of one computation, or the cpu backend's "
-                   "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
+              help="Output HLO text, a Graphviz dot drawing of one computation (render it with Graphviz), "
+                   "a self-contained interactive HTML page of the graphs (needs nothing but a browser), "
+                   "or the cpu backend's LLVM IR / host assembly (after the 'default' pipeline unless "
+                   "--passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
 def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
          verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
-         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
+         print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
@@ -187,6 +200,12 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
         emit(lowered.llvm_ir if kind == Emit.LLVM else compile_assembly(lowered, options), output, inputs=[input_file])
     elif kind == Emit.DOT:
         emit(module_to_dot(module, computation), output, inputs=[input_file])
+        if shutil.which("dot") is None:
+            _err("note: this is Graphviz input; drawing it needs Graphviz ('dot -Tsvg'), which is not installed "
+                 "here. --emit=html writes a page that needs only a browser.\n")
+    elif kind == Emit.HTML:
+        from hlo.tools.graph_page import graph_page  # lazy: the page's assets load only for --emit=html
+        emit(graph_page(module, input_file if input_file != "-" else ""), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
 
