@@ -43,12 +43,14 @@ _KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # llvm module
 
 
 def _state(low) -> ir.GlobalVariable:
-    name = f"{low.fn.name}.rng_state"
+    """The module's counter. Every LLVM module of one compile that uses it defines the same
+    weak (linkonce_odr) symbol, so that code split over several modules shares one."""
+    name = f"{low.fn.name}_rng_state"
     found = low.llmod.globals.get(name)
     if found is not None:
         return found
     g = ir.GlobalVariable(low.llmod, I128, name=name)
-    g.linkage = "internal"
+    g.linkage = "linkonce_odr"
     g.initializer = ir.Constant(I128, INITIAL_COUNTER)
     g.align = 16
     return g
