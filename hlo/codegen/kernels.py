@@ -22,7 +22,8 @@ from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from . import contraction, scalar_ops
-from . import complex_math, dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401  (register their emitters and element generators)
+# imported for their registrations (emitters, element generators, complex functions)
+from . import complex_math, dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices

@@ -3,7 +3,8 @@
 In registers an element lives in its *compute* type: pred as i1, integers as iN
 (signedness is known from the HLO type, not the LLVM type), f16/bf16 as float
 holding a value already rounded to the narrow type, f32/f64 as float/double.
-In memory every element takes its storage width (pred one byte, bf16 two bytes).
+In memory every element takes its storage width (pred one byte, bf16 two bytes; the
+8- and 4-bit floats and the sub-byte integers one byte: narrow_types.py).
 """
 from __future__ import annotations
 
