@@ -28,4 +28,5 @@ class LoweredModule:
     params: list[Shape] = field(default_factory=list)
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
+    libraries: list[str] = field(default_factory=list)   # shared libraries the code calls (LAPACK)
     profile: list = field(default_factory=list)   # profiling.ProfileEntry per timed kernel (profile=True)
