@@ -80,7 +80,8 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 @click.option("--outfeed", "outfeed_file", metavar="FILE.npz", help="Write the outfeed values here.")
 @click.option("--time", "repeat", type=click.IntRange(min=1), metavar="N",
               help="Run N times and report the median time.")
-@click.option("--profile", is_flag=True, help=f"Report the {PROFILE_TOP} instructions taking the most time.")
+@click.option("--profile", is_flag=True, help=f"Report the {PROFILE_TOP} instructions taking the most time "
+              "(--backend cpu: a compile that times every kernel, with its source line).")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
@@ -172,15 +173,18 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
                   protected: list, threads: Optional[int] = None, full: bool = False) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
-    from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
+    from hlo.codegen import CodegenOptions, JitExecutable  # lazy: llvmlite, only for --backend cpu
+    from hlo.codegen.profiling import format_profile  # lazy: with the line above
     if devices != 1:
         raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
                          f"{devices} devices")
-    if profile or outfeed_file or infeeds:
-        raise UsageError("--profile, --infeed and --outfeed need --backend interpreter")
-    executable = JitExecutable(module, threads=threads)
+    if outfeed_file or infeeds:
+        raise UsageError("--infeed and --outfeed need --backend interpreter")
+    executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads)
     args = per_device_args[0]
+    start = time.perf_counter()
     leaves = executable.run(*args)
+    wall = time.perf_counter() - start
     if repeat:
         times = []
         for _ in range(repeat):
@@ -191,6 +195,9 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
         click.echo(f"compile: {executable.compile_seconds * 1e3:.3f} ms{cached}", err=True)
         click.echo(f"time: median {statistics.median(times) * 1e3:.3f} ms over {repeat} run(s) "
                    f"(min {min(times) * 1e3:.3f} ms)", err=True)
+        wall = statistics.median(times)
+    if profile:   # counts and times add up over the first run and the timed ones
+        click.echo(format_profile(executable.profile_rows(), PROFILE_TOP, wall), err=True)
     shape = module.entry.root.shape
     value = _rebuild(shape, iter(leaves))
     if output:

@@ -9,7 +9,7 @@ ELEMENT_GENERATORS maps an opcode to `generate(elem, inst, index) -> value` (ele
 ElementalEmitter), registered beside each definition below: elementwise ops
 (scalar_ops.py does the arithmetic), data movement ops as index arithmetic (broadcast,
 transpose, reshape, slice, pad, concatenate, reverse, dynamic-slice, gather), and
-reduce, reduce-window, dot, convolution and fft with their inner loops emitted at the
+reduce, reduce-window, dot and convolution with their inner loops emitted at the
 point of use, accumulators held in allocas (mem2reg turns them into registers). With
 a tuple result, the generators of reduce and reduce-window (detail `all_results=True`)
 return the list of all results.
@@ -20,7 +20,6 @@ computed values is a stack of scopes pushed around every emitted loop
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Optional
 
 import numpy as np
@@ -233,7 +232,7 @@ def constant(elem, inst, index):
         scalar = array.reshape(())
         if t.is_complex:
             return constant_of(t, complex(scalar))
-        return constant_of(t, scalar.item() if t.name not in ("bf16", "f16") else float(scalar))
+        return constant_of(t, float(scalar) if t.is_float else scalar.item())
     return load_element(elem.b, elem.constant_global(inst), inst.shape, index)
 
 
@@ -247,6 +246,10 @@ def iota(elem, inst, index):
         return round_to(b, b.sitofp(position, ty), t)
     if t.is_pred:
         return b.icmp_signed("!=", position, const64(0))
+    if t.is_complex:
+        part = real_type_of(t)
+        return scalar_ops.make_complex(b, ty, b.sitofp(position, compute_type(part)),
+                                       ir.Constant(compute_type(part), 0.0))
     return b.trunc(position, ty) if ty.width < 64 else position
 
 
@@ -637,68 +640,3 @@ def convolution(elem, inst, index):
             y = elem.convert_to(elem.value(rhs, tuple(ri)), rhs.shape.element_type, t)
             b.store(elem.multiply_add(b.load(slot), x, y, t), slot)
     return round_to(b, b.load(slot), t)
-
-
-# --------------------------------------------------------------------------- fft as a direct DFT
-# O(N^2) per transform, in double precision.
-
-@ELEMENT_GENERATORS.register(Op.FFT)
-def fft(elem, inst, index):
-    ctx, b = elem.ctx, elem.b
-    operand = inst.operands[0]
-    kind = inst.attrs["fft_type"]
-    lengths = list(inst.attrs["fft_length"])
-    rank = inst.shape.rank
-    first = rank - len(lengths)
-    f64 = ir.DoubleType()
-    re_slot, im_slot = ctx.alloca(f64, "fft.re"), ctx.alloca(f64, "fft.im")
-    b.store(ir.Constant(f64, 0.0), re_slot)
-    b.store(ir.Constant(f64, 0.0), im_slot)
-    inverse = kind in ("IFFT", "IRFFT")
-    sign = 1.0 if inverse else -1.0
-    with ctx.loop_nest(lengths) as n:
-        src = list(index[:first]) + list(n)
-        phase = ir.Constant(f64, 0.0)
-        for k, m, size in zip(index[first:], n, lengths):
-            turn = b.srem(b.mul(k, m), const64(size))  # exact: angles from integer turns
-            phase = b.fadd(phase, b.fdiv(b.sitofp(turn, f64), ir.Constant(f64, float(size))))
-        angle = b.fmul(phase, ir.Constant(f64, sign * 2 * math.pi))
-        cos = scalar_ops.call_math(ctx, Op.COSINE, [angle], f64)
-        sin = scalar_ops.call_math(ctx, Op.SINE, [angle], f64)
-        re, im = _fft_input(elem, inst, operand, src, first, lengths)
-        b.store(b.fadd(b.load(re_slot), b.fsub(b.fmul(re, cos), b.fmul(im, sin))), re_slot)
-        b.store(b.fadd(b.load(im_slot), b.fadd(b.fmul(re, sin), b.fmul(im, cos))), im_slot)
-    re, im = b.load(re_slot), b.load(im_slot)
-    if inverse:
-        scale = ir.Constant(f64, 1.0 / math.prod(lengths))
-        re, im = b.fmul(re, scale), b.fmul(im, scale)
-    t = inst.shape.element_type
-    if kind == "IRFFT":
-        return scalar_ops.convert(b, re, _F64, t)
-    part = _F64 if t.name == "c128" else _F32
-    cast = (lambda v: v) if part is _F64 else (lambda v: b.fptrunc(v, ir.FloatType()))
-    return scalar_ops.make_complex(b, compute_type(t), cast(re), cast(im))
-
-
-def _fft_input(elem, inst, operand, src, first, lengths):
-    """(re, im) in f64 of the transform's input at src (IRFFT: Hermitian extension)."""
-    b = elem.b
-    t = operand.shape.element_type
-    f64 = ir.DoubleType()
-    if not t.is_complex:
-        return scalar_ops.convert(b, elem.value(operand, tuple(src)), t, _F64), ir.Constant(f64, 0.0)
-    part = real_type_of(t)
-    if inst.attrs["fft_type"] != "IRFFT":
-        re, im = scalar_ops.parts(b, elem.value(operand, tuple(src)))
-        return scalar_ops.convert(b, re, part, _F64), scalar_ops.convert(b, im, part, _F64)
-    last = src[-1]
-    stored = operand.shape.dims[-1]
-    mirrored = b.icmp_signed(">=", last, const64(stored))
-    flipped = list(src)
-    for d in range(first, len(src)):
-        size = const64(lengths[d - first])
-        flipped[d] = b.srem(b.sub(size, src[d]), size)
-    position = tuple(b.select(mirrored, f, s) for f, s in zip(flipped, src))
-    re, im = scalar_ops.parts(b, elem.value(operand, position))
-    re, im = scalar_ops.convert(b, re, part, _F64), scalar_ops.convert(b, im, part, _F64)
-    return re, b.select(mirrored, b.fneg(im), im)

@@ -49,28 +49,12 @@ def expander_passes(opcodes) -> list[str]:
 
 
 # --------------------------------------------------------------------------- not compiled
+# docs/ARCHITECTURE.md lists these with their reasons (tests/architecture checks it).
 
 EMITTERS.unsupported(ops_in(Category.COLLECTIVE), Op.REPLICA_ID, Op.PARTITION_ID,
                      reason="not compiled, because compiled code runs on one device "
-                            "(the interpreter runs collectives over several)")
+                            "(the interpreter runs collectives over several; issue 14)")
 EMITTERS.unsupported(Op.INFEED, Op.OUTFEED, Op.SEND, Op.SEND_DONE, Op.RECV, Op.RECV_DONE,
                      reason="not compiled, because compiled code has no host queues or channels")
-EMITTERS.unsupported(Op.AFTER_ALL, Op.ADD_DEPENDENCY,
-                     reason="not compiled, because compiled code has no tokens: it runs its side effects in order")
-EMITTERS.unsupported(Op.RNG, Op.RNG_GET_AND_UPDATE_STATE,
-                     reason="not compiled, because compiled code keeps no random number state")
-EMITTERS.unsupported(Op.DOMAIN,
-                     reason="not compiled, because sharding domains belong to programs split over devices")
-EMITTERS.unsupported(Op.OPT_BARRIER,
-                     reason="not compiled, because the default pipeline's optimization-barrier-expander "
-                            "removes it first")
-EMITTERS.unsupported(Op.DYNAMIC_RESHAPE, Op.GET_DIMENSION_SIZE, Op.SET_DIMENSION_SIZE,
-                     reason="not compiled, because compiled code has static shapes only")
-EMITTERS.unsupported(ops_in(Category.ASYNC),
-                     reason="not compiled, because compiled code runs one instruction at a time "
-                            "(no asynchronous wrappers)")
-EMITTERS.unsupported(Op.RAGGED_DOT, Op.SCALED_DOT, Op.SCAN,
-                     reason="not compiled, because it is not implemented yet (the interpreter runs it)")
-EMITTERS.unsupported(Op.REDUCE_PRECISION, Op.STOCHASTIC_CONVERT,
-                     reason="not compiled, because its rounding is not implemented yet "
-                            "(the interpreter runs it)")
+EMITTERS.unsupported(Op.DYNAMIC_RESHAPE, Op.SET_DIMENSION_SIZE,
+                     reason="not compiled, because compiled code has static shapes only (issue 16)")

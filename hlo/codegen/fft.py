@@ -11,7 +11,7 @@ values as (re, im) pairs, real ones (RFFT input, IRFFT output) plain. They must 
 IFFT scaled by 1/N, RFFT keeps n//2+1 bins, IRFFT reads n//2+1 bins and ignores the imaginary
 parts of bin 0 and (even n) bin n/2; multi-dimensional transforms do RFFT's real axis first
 and IRFFT's last (so those imaginary parts are dropped after the other axes, as numpy does).
-vector_bits: the target's vector width (gemm.vector_bits_of(features)); wider is legal
+vector_bits: the target's vector width (target.RegisterFile.vector_bits); wider is legal
 anywhere (LLVM splits the vectors), narrower only wastes speed. Several plans may be emitted
 into one module: they share kernels and tables (internal `hlo.fft.*` symbols).
 

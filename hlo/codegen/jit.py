@@ -29,6 +29,7 @@ from .lapack_calls import libraries_for
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
+from .profiling import profile_counters, profile_rows
 from .target import create_target_machine, parse_and_optimize, resolved_target
 
 CACHE_VERSION = "1"
@@ -125,6 +126,19 @@ class JitExecutable:
         self.aliases = alias_leaves(module)   # result leaf j -> parameter leaf i
         self._entry_shapes = [p.shape for p in sorted(module.entry.parameters,
                                                       key=lambda p: p.attrs["parameter_number"])]
+        self._profile = profile_counters(self._engine, self.NAME, len(lowered.profile))
+
+    def profile_rows(self):
+        """Each timed kernel's count and time over the runs so far (CodegenOptions(profile=True))."""
+        if self._profile is None:
+            raise ValueError("this executable was not compiled with CodegenOptions(profile=True)")
+        ns, counts = self._profile
+        return profile_rows(self.lowered.profile, list(ns), list(counts))
+
+    def reset_profile(self) -> None:
+        if self._profile is not None:
+            for array in self._profile:
+                ctypes.memset(array, 0, ctypes.sizeof(array))
 
     def _set_threads(self, threads: int) -> None:
         """Point the module's parallel-for hook at the pthread runner (gemm.py, parallel.py)."""
@@ -144,7 +158,7 @@ class JitExecutable:
     @staticmethod
     def _store_lowering(path: Path, lowered: LoweredModule) -> None:
         slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes,
-                             lowered.libraries)
+                             lowered.libraries, profile=lowered.profile)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp%d" % os.getpid())

@@ -22,12 +22,16 @@ from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from . import contraction, float_mode, index_digits, scalar_ops
+# imported for their registrations (emitters, element generators, complex functions)
+from . import complex_math, dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
 from .contraction import ContractionEmitter
 from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor
+from .fused_buffers import fusion_scratch_bytes, materialize_fused
 from .gemm import GemmLibrary
+from .profiling import profiler_for
 from .special_kernels import emit_scatter
 from .target import RegisterFile
 from .types import I8, I64, PTR, constant_of, load_element, store_element
@@ -37,7 +41,8 @@ VOID = ir.VoidType()
 
 class EntryLowering:
     def __init__(self, module: Module, assignment: Assignment, name: str,
-                 target: RegisterFile = RegisterFile(128, 16), flush_denormals: bool = False):
+                 target: RegisterFile = RegisterFile(128, 16), flush_denormals: bool = False,
+                 profile: bool = False):
         self.module = module
         self.a = assignment
         self.llmod = ir.Module(name=module.name)
@@ -50,6 +55,7 @@ class EntryLowering:
         self.pointers: dict[int, ir.Value] = {}
         self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
         self.float_mode = target.arch if flush_denormals else None
+        self.profiler = profiler_for(self, module, profile)
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -95,6 +101,7 @@ class EntryLowering:
         self._copy_results()
         float_mode.leave(self.b, saved)
         self.b.ret_void()
+        self.profiler.finish()
         self.ctx.finish()
         return self.llmod
 
@@ -107,7 +114,8 @@ class EntryLowering:
         emitter = EMITTERS.get(inst.opcode)
         if emitter is None:
             raise unsupported_error(inst)
-        emitter(self, inst)
+        with self.profiler.around(inst):
+            emitter(self, inst)
 
     def emit_elemental(self, inst: Instruction, generator, value) -> None:
         """Store generator(index) into value's buffer(s) for every index of inst's output."""
@@ -182,10 +190,11 @@ def emit_bitcast(low: EntryLowering, inst: Instruction) -> None:
         emit_loop(low, inst)
 
 
-@EMITTERS.register(Op.FUSION, scratch_bytes=contraction.scratch_bytes)
+@EMITTERS.register(Op.FUSION, scratch_bytes=fusion_scratch_bytes)
 def emit_fusion(low: EntryLowering, inst: Instruction) -> None:
     body = inst.attrs["calls"]
     low.elem.bind_fusion(inst)
+    materialize_fused(low, inst)
     root = body.root
     value = low.a.values[id(inst)]
     if low.contractions.emit_fused(inst, value):

@@ -55,6 +55,8 @@ def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
             if inst.shape is not None:
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
-    llmod = EntryLowering(prepared, assignment, name, register_file(options), options.flush_denormals).lower()
+    lowering = EntryLowering(prepared, assignment, name, register_file(options), options.flush_denormals,
+                             profile=options.profile)
+    llmod = lowering.lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
-                         assignment.temp_bytes, libraries_for(prepared))
+                         assignment.temp_bytes, libraries_for(prepared), profile=list(lowering.profiler.entries))

@@ -15,10 +15,12 @@ class CodegenOptions:
     features: Optional[str] = None
     run_pipeline: bool = True  # run the 'default' pipeline first so fusions decide the loop nests
     flush_denormals: bool = True  # subnormal floats are 0 while compiled code runs, as in XLA:CPU (float_mode.py)
+    profile: bool = False         # time every kernel (profiling.py); never on unless asked
 
     def key(self) -> str:
         return (f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
-                f"{'' if self.flush_denormals else ';ieee-subnormals'}")
+                f"{'' if self.flush_denormals else ';ieee-subnormals'}"
+                + (";profile" if self.profile else ""))
 
 
 @dataclass
@@ -29,3 +31,4 @@ class LoweredModule:
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
     libraries: list[str] = field(default_factory=list)   # shared libraries the code calls (LAPACK)
+    profile: list = field(default_factory=list)   # profiling.ProfileEntry per timed kernel (profile=True)

@@ -438,16 +438,19 @@ def to_i64(b, value, t: PrimitiveType):
 
 
 def to_bits(b, value, t: PrimitiveType):
-    """The raw storage bits of a compute value as an integer."""
+    """The raw bits of a compute value as a t.bits-wide integer."""
     stored = to_storage(b, value, t)
     if isinstance(stored.type, ir.IntType):
-        return stored
+        return stored if stored.type.width == t.bits else b.trunc(stored, ir.IntType(t.bits))
     return b.bitcast(stored, ir.IntType(t.bits))
 
 
 def from_bits(b, bits, t: PrimitiveType):
     sty = storage_type(t)
-    stored = bits if isinstance(sty, ir.IntType) else b.bitcast(bits, sty)
+    if isinstance(sty, ir.IntType):
+        stored = bits if bits.type.width == sty.width else b.zext(bits, sty)   # sub-byte types: a byte
+    else:
+        stored = b.bitcast(bits, sty)
     return from_storage(b, stored, t)
 
 

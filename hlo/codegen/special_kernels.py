@@ -163,9 +163,10 @@ def emit_topk(low, inst: Instruction) -> None:
     _emit_topk(low, inst, inst.attrs.get("largest", True) is not False)
 
 
-@EMITTERS.register(Op.SCATTER)
-def emit_scatter(low, inst: Instruction, value=None) -> None:
-    """Copy the operands to the outputs, then combine every in-bounds update window."""
+@EMITTERS.register(Op.SCATTER, writes_into=True)
+def emit_scatter(low, inst: Instruction, value=None, scratch=None) -> None:
+    """Copy the operands to the outputs, then combine every in-bounds update window
+    (into `value`'s buffers when given: a scatter inside a fusion, fused_buffers.py)."""
     b, ctx, elem = low.b, low.ctx, low.elem
     n = (len(inst.operands) - 1) // 2
     operands, indices, updates = inst.operands[:n], inst.operands[n], inst.operands[n + 1:]

@@ -3,7 +3,8 @@
 In registers an element lives in its *compute* type: pred as i1, integers as iN
 (signedness is known from the HLO type, not the LLVM type), f16/bf16 as float
 holding a value already rounded to the narrow type, f32/f64 as float/double.
-In memory every element takes its storage width (pred one byte, bf16 two bytes).
+In memory every element takes its storage width (pred one byte, bf16 two bytes; the
+8- and 4-bit floats and the sub-byte integers one byte: narrow_types.py).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from llvmlite import ir
 
 from ..diagnostics import error, written_name
 from ..shapes import PrimitiveType, Shape
+from .narrow_types import decode, encode, is_sub_byte_int, is_table_float, round_to_table_float
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -29,9 +31,9 @@ def is_supported_type(t: PrimitiveType) -> bool:
     if t.is_pred:
         return True
     if t.is_integral:
-        return t.bits in (8, 16, 32, 64)
+        return t.bits in (8, 16, 32, 64) or is_sub_byte_int(t)
     if t.is_float:
-        return t.name in ("f16", "bf16", "f32", "f64")
+        return t.name in ("f16", "bf16", "f32", "f64") or is_table_float(t)
     return t.is_complex
 
 
@@ -62,7 +64,7 @@ def compute_type(t: PrimitiveType) -> ir.Type:
 
 
 def storage_type(t: PrimitiveType) -> ir.Type:
-    if t.is_pred:
+    if t.is_pred or is_sub_byte_int(t) or is_table_float(t):   # one byte each (narrow_types.py)
         return I8
     if t.name == "f16":
         return F16
@@ -77,6 +79,8 @@ def round_to(b: ir.IRBuilder, value, t: PrimitiveType):
         return b.fpext(b.fptrunc(value, F16), F32)
     if t.name == "bf16":
         return bf16_to_f32(b, f32_to_bf16(b, value))
+    if is_table_float(t):
+        return round_to_table_float(b, value, t)
     return value
 
 
@@ -96,8 +100,10 @@ def bf16_to_f32(b: ir.IRBuilder, bits16):
 
 
 def to_storage(b: ir.IRBuilder, value, t: PrimitiveType):
-    if t.is_pred:
+    if t.is_pred or is_sub_byte_int(t):
         return b.zext(value, I8)
+    if is_table_float(t):
+        return encode(b, value, t)
     if t.name == "f16":
         return b.fptrunc(value, F16)
     if t.name == "bf16":
@@ -108,6 +114,10 @@ def to_storage(b: ir.IRBuilder, value, t: PrimitiveType):
 def from_storage(b: ir.IRBuilder, value, t: PrimitiveType):
     if t.is_pred:
         return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    if is_sub_byte_int(t):
+        return b.trunc(value, ir.IntType(t.bits))
+    if is_table_float(t):
+        return decode(b, value, t)
     if t.name == "f16":
         return b.fpext(value, F32)
     if t.name == "bf16":

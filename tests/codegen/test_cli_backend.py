@@ -45,11 +45,11 @@ def test_hlo_run_cpu_time_reports_compile_and_run(tmp_path, monkeypatch):
 def test_hlo_run_cpu_reports_unsupported_op(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = tmp_path / "bad.hlo"
-    path.write_text("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n"
-                    "  ROOT y = f32[4] reduce-precision(x), exponent_bits=5, mantissa_bits=2\n}\n")
+    path.write_text("HloModule m\nENTRY e {\n  t = token[] after-all()\n"
+                    "  ROOT y = (f32[4], token[]) infeed(t)\n}\n")
     result = CliRunner().invoke(hlo_run, [str(path), "--random-inputs", "--backend", "cpu"])
     assert result.exit_code == 1
-    assert "bad.hlo:4:" in result.stderr and "reduce-precision" in result.stderr
+    assert "bad.hlo:4:" in result.stderr and "infeed" in result.stderr
 
 
 def test_hlo_opt_emits_llvm_and_asm(tmp_path):
