@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import llvmlite.binding as llvm
+
 from ..shapes import Shape
 
 
@@ -14,15 +16,52 @@ class CodegenOptions:
     cpu: Optional[str] = None
     features: Optional[str] = None
     run_pipeline: bool = True  # run the 'default' pipeline first so fusions decide the loop nests
+    jobs: Optional[int] = None  # processes compiling parts at once (default: the cores this process may use)
 
     def key(self) -> str:
+        """What the generated code depends on (jobs does not change it)."""
         return f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
 
 
 @dataclass
-class LoweredModule:
+class Part:
+    """One LLVM module of a lowered HLO module: the driver or a kernel, and its optimisation level."""
+    name: str
     llvm_ir: str
+    opt_level: int
+    work: int = 0        # element operations (a kernel's weight)
+
+
+@dataclass
+class LoweredModule:
+    """The driver (the entry function) and the kernels it calls, each an LLVM module of its own.
+
+    parts: every module, the driver first; a kernel's function is named by the hash of its
+    text, so equal names mean equal code."""
     entry_name: str
+    parts: list[Part] = field(default_factory=list)
     params: list[Shape] = field(default_factory=list)
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
+    inline: int = 0      # instructions emitted inline in the driver
+    calls: int = 0       # kernel calls in the driver
+
+    @property
+    def kernels(self) -> list[Part]:
+        return self.parts[1:]
+
+    @property
+    def llvm_ir(self) -> str:
+        """Every part linked into one module (for reading: compilation uses the parts)."""
+        linked = link_parts([p.llvm_ir for p in self.parts])
+        linked.name = self.entry_name
+        return str(linked)
+
+
+def link_parts(texts: list) -> llvm.ModuleRef:
+    """One module holding the definitions of all the given module texts or bitcodes."""
+    modules = [llvm.parse_bitcode(t) if isinstance(t, bytes) else llvm.parse_assembly(t) for t in texts]
+    linked = modules[0]
+    for other in modules[1:]:
+        linked.link_in(other)
+    return linked

@@ -1,0 +1,72 @@
+"""Compiling parts on the machine's cores: forked worker processes, or this process alone.
+
+llvmlite holds a global lock, so threads would compile one part at a time; processes do
+not. `compile_parts` sends each part's IR text to a pool of forked workers (largest
+first, so the long ones do not finish last) and receives its object or bitcode bytes.
+The pool is started on the first large compile and kept for the next ones (a fork costs
+tens of milliseconds); small compiles, a single process allowed (`jobs=1`, or a process
+pinned to one core), or a platform without fork compile in this process. Every part is
+compiled the same way in either case, so the bytes are identical.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from typing import Callable, Optional
+
+from .options import Part
+from .target import PartResult, compile_part
+
+POOL_MIN_BYTES = 150_000   # less IR than this compiles faster here than through workers
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def processes_for(parts: list[Part], jobs: Optional[int]) -> int:
+    """How many processes compile these parts: 1 unless there is enough work to share."""
+    wanted = jobs if jobs is not None else available_cores()
+    if wanted <= 1 or len(parts) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if sum(len(p.llvm_ir) for p in parts) < POOL_MIN_BYTES:
+        return 1
+    return min(wanted, len(parts))
+
+
+def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Optional[int] = None,
+                  progress: Optional[Callable[[int, int], None]] = None) -> tuple[list[PartResult], int]:
+    """(results in the parts' order, processes used)."""
+    processes = processes_for(parts, jobs)
+    done: dict[str, PartResult] = {}
+    report = progress or (lambda finished, total: None)
+    if processes == 1:
+        for part in parts:
+            done[part.name] = compile_part(part.name, part.llvm_ir, part.opt_level, options, kind, jit)
+            report(len(done), len(parts))
+    else:
+        pool = _pool(processes)
+        largest_first = sorted(parts, key=lambda p: -len(p.llvm_ir))
+        futures = [pool.submit(compile_part, p.name, p.llvm_ir, p.opt_level, options, kind, jit)
+                   for p in largest_first]
+        for future in as_completed(futures):
+            result = future.result()
+            done[result.name] = result
+            report(len(done), len(parts))
+    return [done[p.name] for p in parts], processes
+
+
+_POOLS: dict[tuple[int, int], Executor] = {}   # (pid, workers) -> pool of that process
+
+
+def _pool(workers: int) -> Executor:
+    key = (os.getpid(), workers)   # a forked child starts its own pool
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        _POOLS[key] = pool
+    return pool

@@ -1,0 +1,143 @@
+"""The entry function: a driver that runs the control flow and calls one kernel per instruction.
+
+    void NAME(void** params, void** results, void* temp)
+
+DriverLowering walks the entry computation in post order. Instructions that name buffers
+only (parameters, tuples, views) emit nothing; while, conditional and call become basic
+blocks of the driver; every other instruction becomes a kernel (kernel_function.py), a
+function of its own called with its buffers' addresses, unless its work is tiny (a few
+scalars), where a call would cost more than the code: that code is emitted inline. Each
+kernel gets the LLVM optimisation its work deserves (`kernel_opt_level`), so a module's
+compile time goes to the loops that matter; identical kernels are one function.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from llvmlite import ir
+
+from ..ir import Instruction, Module
+from ..opcodes import Op, Trait
+from .buffers import Assignment, Buffer, BufferKind, resolve
+from .contraction import ContractionEmitter
+from .elemental import ElementalEmitter
+from .function_context import FunctionContext, const64
+from .gemm import GemmLibrary
+from .kernel_function import KernelFunction, instruction_work, uses_gemm
+from .kernels import Lowering, emit_instruction
+from .options import Part
+from .types import I8, PTR
+
+VOID = ir.VoidType()
+
+INLINE_WORK = 64          # element operations: at most this much is emitted inline in the driver
+FULL_OPT_WORK = 1 << 14   # element operations from which a kernel gets O3 with vectorisation
+LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels (and of the driver)
+
+
+def kernel_opt_level(work: int, gemm: bool, requested: int) -> int:
+    """The LLVM optimisation level of a kernel: the requested one for heavy kernels (loops
+    over many elements, blocked multiplies), a light one for the rest."""
+    if gemm or work >= FULL_OPT_WORK:
+        return requested
+    return min(requested, LIGHT_OPT_LEVEL)
+
+
+class DriverLowering(Lowering):
+    def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128,
+                 opt_level: int = 3):
+        self.module = module
+        self.a = assignment
+        self.name = name
+        self.vector_bits = vector_bits
+        self.opt_level = opt_level
+        self.llmod = ir.Module(name=module.name)
+        self.fn = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=name)
+        for arg, arg_name in zip(self.fn.args, ("params", "results", "temp")):
+            arg.name = arg_name
+            arg.add_attribute("noalias")
+        self.ctx = FunctionContext(self.llmod, self.fn)
+        self.elem = ElementalEmitter(self.ctx, self.buffer_of)
+        self.pointers: dict[int, tuple] = {}
+        # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
+        self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
+        self.kernels: dict[str, Part] = {}
+        self.inline = 0
+        self.calls = 0
+
+    @property
+    def contractions(self) -> ContractionEmitter:
+        return self._contractions
+
+    def pointer(self, buf: Buffer):
+        buf = resolve(buf)
+        found = self.pointers.get(id(buf))
+        if found is not None:
+            return found[1]
+        ab = self.ctx.alloca_builder
+        params, results, temp = self.fn.args
+        if buf.kind is BufferKind.PARAM:
+            ptr = ab.load(ab.gep(params, [const64(buf.number)], source_etype=PTR), typ=PTR)
+        elif buf.kind is BufferKind.RESULT:
+            ptr = ab.load(ab.gep(results, [const64(buf.number)], source_etype=PTR), typ=PTR)
+        elif buf.kind is BufferKind.CONSTANT:
+            ptr = self.elem.constant_global(buf.constant)
+        else:
+            ptr = ab.gep(temp, [const64(buf.offset)], source_etype=I8)
+        self.pointers[id(buf)] = (buf, ptr)  # keeps buf alive so that its id stays unique
+        return ptr
+
+    # -- driver
+    def lower(self) -> list[Part]:
+        """The driver's part, then each kernel once (in order of first call)."""
+        self.emit_computation(self.module.entry)
+        self._copy_results()
+        self.b.ret_void()
+        self.ctx.finish()
+        driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL))
+        return [driver, *self.kernels.values()]
+
+    def emit(self, inst: Instruction) -> None:
+        if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            emit_instruction(self, inst)
+            return
+        work = instruction_work(inst, self.a)
+        if work <= INLINE_WORK and id(inst) not in self.a.scratch:
+            self.inline += 1
+            emit_instruction(self, inst)
+            return
+        self.call_kernel(lambda kernel: emit_instruction(kernel, inst), work, uses_gemm(inst))
+
+    def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
+        work = dst.shape.byte_size()
+        if work <= INLINE_WORK:
+            super().copy_relayout(dst, src)
+        else:
+            self.call_kernel(lambda kernel: kernel.copy_relayout(dst, src), work, False)
+
+    def call_kernel(self, body: Callable[[KernelFunction], None], work: int, gemm: bool) -> None:
+        """Emit a kernel with body(kernel) (unless an identical one exists) and call it here."""
+        kernel = KernelFunction(self.module, self.a, self.name, self.vector_bits)
+        body(kernel)
+        code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level), work)
+        self.kernels.setdefault(code.name, code)
+        callee = self.llmod.globals.get(code.name)
+        if callee is None:
+            callee = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR] * len(kernel.buffers)), name=code.name)
+        self.b.call(callee, [self.pointer(buf) for buf in kernel.buffers])
+        self.calls += 1
+
+    def _copy_results(self) -> None:
+        for temp, param in self.a.result_stages:
+            self.copy(temp, param)
+        for j, src in self.a.result_copies:
+            # an aliased result may be the very parameter buffer it copies (memmove allows that)
+            self.copy(Buffer(src.shape, kind=BufferKind.RESULT, number=j), src, may_overlap=j in self.a.aliases)
+
+
+def _names_buffers_only(inst: Instruction, assignment: Assignment) -> bool:
+    """Parameters, constants, tuples, get-tuple-element and bitcasts viewing their operand."""
+    if inst.info.has(Trait.NO_CODE):
+        return True
+    value = assignment.values.get(id(inst))
+    return inst.opcode == Op.BITCAST and isinstance(value, Buffer) and resolve(value) is not value

@@ -1,0 +1,144 @@
+"""One kernel: an instruction's code as a function of its own, in an LLVM module of its own.
+
+    void hlo.k.<hash>(ptr noalias %b0, ptr noalias %b1, ...)
+
+The kernel's arguments are the buffers it touches, in the order the emitter first asks
+for them (`pointer`), so nothing in its text depends on where the buffers live or on the
+instruction's name: two instructions with the same computation, shapes and layouts give the
+same text, hence the same function name (a hash of the text). The driver (driver.py)
+calls each kernel with its buffers' addresses; identical kernels are compiled once, and the
+object cache (object_cache.py) keeps them across modules and edits.
+
+Arguments are `noalias`: the buffers one instruction touches are live at the same time,
+so buffer assignment gave them disjoint memory; an argument may share the caller's memory
+only when it is an entry parameter and result aliased by input_output_alias (then the
+attribute is left off). Constants fused into the kernel are globals of its module, named by
+their order of use; top-level constants are arguments like any buffer.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+from llvmlite import ir
+
+from ..attributes import DotDims
+from ..ir import Instruction, Module
+from ..opcodes import Op
+from .buffers import Assignment, Buffer, BufferKind, leaves_of, resolve
+from .contraction import ContractionEmitter, conv_dims, fused_plans, top_level_plan
+from .elemental import ElementalEmitter
+from .function_context import FunctionContext
+from .gemm import GemmLibrary
+from .kernels import Lowering
+from .options import Part
+from .types import PTR
+
+VOID = ir.VoidType()
+PLACEHOLDER = "__hlo_kernel__"    # the function's name until its text is known
+PREFIX = "hlo.k."
+
+
+class _KernelElemental(ElementalEmitter):
+    """Fused constants as globals named by order of use, not by instruction name."""
+
+    def constant_global(self, inst: Instruction):
+        found = self.ctx.globals.get(id(inst))
+        if found is not None:
+            return found
+        global_ = super().constant_global(inst)
+        global_.name = f"const.{len(self.ctx.globals) - 1}"
+        return global_
+
+
+class KernelFunction(Lowering):
+    """Emits one instruction (or a copy) into a fresh module; `finish()` gives its text."""
+
+    def __init__(self, module: Module, assignment: Assignment, entry_name: str, vector_bits: int):
+        self.module = module
+        self.a = assignment
+        self.entry_name = entry_name
+        self.vector_bits = vector_bits
+        self.llmod = ir.Module(name="kernel")
+        self.fn = ir.Function(self.llmod, ir.FunctionType(VOID, []), name=PLACEHOLDER)
+        self.ctx = FunctionContext(self.llmod, self.fn)
+        self.elem = _KernelElemental(self.ctx, self.buffer_of)
+        self.buffers: list[Buffer] = []       # argument k is buffers[k]
+        self._arguments: dict[int, ir.Argument] = {}
+        self._contractions = None
+        self._shared_params = set(assignment.aliases.values())
+        self._shared_results = set(assignment.aliases)
+
+    @property
+    def contractions(self) -> ContractionEmitter:
+        if self._contractions is None:
+            gemm = GemmLibrary(self.llmod, self.entry_name, self.vector_bits)
+            for shared in (gemm.threads, gemm.hook):   # defined by the driver
+                shared.initializer = None
+            self._contractions = ContractionEmitter(self, gemm)
+        return self._contractions
+
+    def pointer(self, buf: Buffer):
+        buf = resolve(buf)
+        found = self._arguments.get(id(buf))
+        if found is not None:
+            return found
+        argument = ir.Argument(self.fn, PTR, name=f"b{len(self.buffers)}")
+        if not self._may_share_memory(buf):
+            argument.add_attribute("noalias")
+        self.fn.args = self.fn.args + (argument,)
+        self.fn.ftype = ir.FunctionType(VOID, [PTR] * len(self.fn.args))
+        self.buffers.append(buf)
+        self._arguments[id(buf)] = argument
+        return argument
+
+    def _may_share_memory(self, buf: Buffer) -> bool:
+        return (buf.kind is BufferKind.PARAM and buf.number in self._shared_params) or \
+            (buf.kind is BufferKind.RESULT and buf.number in self._shared_results)
+
+    def finish(self, opt_level: int, work: int) -> Part:
+        """The kernel's text with its function named by the hash of that text."""
+        self.b.ret_void()
+        self.ctx.finish()
+        text = str(self.llmod)
+        name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
+        return Part(name, text.replace(f'@"{PLACEHOLDER}"', f'@"{name}"'), opt_level, work)
+
+
+# --------------------------------------------------------------------------- how much work a kernel does
+
+def instruction_work(inst: Instruction, assignment: Assignment) -> int:
+    """Element operations an instruction's kernel performs, roughly: the largest array it
+    touches times the instructions fused into it, plus the multiply-adds of contractions."""
+    arrays = [leaf.shape for leaf in leaves_of(assignment.values.get(id(inst), ()))
+              if isinstance(leaf, Buffer)]
+    arrays += [leaf for op in inst.operands for _, leaf in op.shape.leaves()]
+    largest = max((_elements(s) for s in arrays if s.is_array), default=1)
+    fused = inst.attrs["calls"].instructions if inst.opcode == Op.FUSION else [inst]
+    ops = sum(1 for i in fused if i.opcode != Op.PARAMETER)
+    return largest * max(ops, 1) + _contraction_work(inst, fused)
+
+
+def _contraction_work(inst: Instruction, fused: list) -> int:
+    """Multiply-adds: output elements times the depth of each contraction."""
+    work = 0
+    for i in fused:
+        if i.opcode == Op.DOT:
+            lhs = i.operands[0].shape
+            work += _elements(i.shape) * math.prod(lhs.dims[d] for d in DotDims.of(i).lhs_contracting)
+        elif i.opcode == Op.CONVOLUTION:
+            kernel = i.operands[1].shape
+            features = kernel.dims[conv_dims(i).kernel_output_feature]
+            work += _elements(i.shape) * (_elements(kernel) // max(features, 1))
+    return work
+
+
+def _elements(shape) -> int:
+    return math.prod(shape.dims) if shape.rank else 1
+
+
+def uses_gemm(inst: Instruction) -> bool:
+    """Whether the instruction's contraction runs through gemm.py's blocked multiply."""
+    if inst.opcode == Op.FUSION:
+        return bool(fused_plans(inst))
+    return top_level_plan(inst, inst.shape if inst.shape.is_array else None) is not None
