@@ -74,14 +74,18 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
+@click.option("--time-compile", is_flag=True,
+              help="--backend cpu: print the compile's phases (pipeline, lowering, LLVM, loading) and cache hits.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar while compiling.")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int]) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], time_compile: bool,
+         quiet: bool) -> None:
     _check_backend(backend)
-    if threads is not None and backend != "cpu":
-        raise UsageError("--threads needs --backend cpu")
+    if (threads is not None or time_compile) and backend != "cpu":
+        raise UsageError("--threads and --time-compile need --backend cpu")
     name, text = read_text(module_file)
     module = load_module(text, name, verify=verify)
     if is_sharded(module):
@@ -98,7 +102,8 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
 
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
-                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads)
+                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads,
+                      time_compile, quiet)
         return
 
     plans = new_plans()
@@ -160,16 +165,19 @@ def _run_global(module: Module, module_file: str, inputs_file: Optional[str], in
 
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
                   output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
-                  protected: list, threads: Optional[int] = None) -> None:
+                  protected: list, threads: Optional[int] = None, time_compile: bool = False,
+                  quiet: bool = False) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
-    from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
+    from hlo.codegen import JitExecutable, ProgressBar  # lazy: llvmlite, only for --backend cpu
     if devices != 1:
         raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
                          f"{devices} devices")
     if profile or outfeed_file or infeeds:
         raise UsageError("--profile, --infeed and --outfeed need --backend interpreter")
-    executable = JitExecutable(module, threads=threads)
+    executable = JitExecutable(module, threads=threads, progress=None if quiet else ProgressBar())
+    if time_compile:
+        click.echo(executable.stats.table(), err=True)
     args = per_device_args[0]
     leaves = executable.run(*args)
     if repeat:

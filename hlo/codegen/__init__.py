@@ -29,7 +29,8 @@ from .jit import JitExecutable
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
 from .build import compile_assembly, compile_object
+from .compile_report import CompileStats, ProgressBar
 from .target import create_target_machine
 
 __all__ = ["CodegenOptions", "LoweredModule", "lower_module", "create_target_machine", "compile_object",
-           "compile_assembly", "JitExecutable", "EMITTERS"]
+           "compile_assembly", "JitExecutable", "EMITTERS", "CompileStats", "ProgressBar"]

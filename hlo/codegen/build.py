@@ -8,8 +8,8 @@ Every part (the driver and each kernel) is looked up in the object cache by its 
 first; the missing ones are compiled, in parallel when there are enough of them
 (compile_pool.py), and stored. The JIT loads the parts' objects into one execution
 engine. AOT output must be one object file: its parts are optimised the same way (cached
-as bitcode), linked into one module, the kernels made internal, and that module is
-compiled to one object.
+as bitcode), linked into one module, every function but the entry made internal, and that
+module is compiled to one object.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import llvmlite.binding as llvm
 
 from .compile_pool import compile_parts
 from .compile_report import CompileStats, ProgressBar
-from .kernel_function import PREFIX
 from .object_cache import ObjectCache, part_key
 from .options import CodegenOptions, LoweredModule, link_parts
 from .target import OutputKind, resolved_target, target_machine
@@ -55,8 +54,8 @@ def linked_module(lowered: LoweredModule, options: CodegenOptions, stats: Option
     bitcode = part_objects(lowered, options, stats, progress, kind=OutputKind.BITCODE, jit=False)
     linked = link_parts([bitcode[p.name] for p in lowered.parts])
     for function in linked.functions:
-        if function.name.startswith(PREFIX) and not function.is_declaration:
-            function.linkage = "internal"
+        if function.name != lowered.entry_name and not function.is_declaration:
+            function.linkage = "internal"   # kernels and the gemm library: private to the object
     linked.triple = resolved_target(options)[0]
     return linked
 

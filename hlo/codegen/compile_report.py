@@ -6,7 +6,7 @@ that worked on them (the compile pool's workers included), and the kernel counts
 kernels, calls, instructions inline in the driver, parts compiled and parts found in the cache.
 `table()` is what `hlo-run --time-compile` and `hlo-aot --time-compile` print.
 
-ProgressBar draws `compiling 412 parts [=====>    ] 37%` on a terminal's standard error once
+ProgressBar draws `compiling 412 kernels [=====>    ] 37%` on a terminal's standard error once
 a compile has run for DELAY seconds, and erases it at the end; it draws nothing when the
 stream is not a terminal.
 """
@@ -92,7 +92,7 @@ def _seconds(value: Optional[float]) -> str:
 
 
 class ProgressBar:
-    """`compiling N parts [====>     ] 40%` on a terminal, after DELAY seconds; see the module doc."""
+    """`compiling N kernels [====>     ] 40%` on a terminal, after DELAY seconds; see the module doc."""
 
     DELAY = 1.0
     WIDTH = 30
@@ -105,7 +105,7 @@ class ProgressBar:
         self.drawn = False
         self.enabled = _is_terminal(self.stream)
 
-    def update(self, done: int, total: int, what: str = "parts") -> None:
+    def update(self, done: int, total: int, what: str = "kernels") -> None:
         if not self.enabled or total <= 0 or time.perf_counter() - self.start < self.delay:
             return
         filled = self.WIDTH * done // total

@@ -12,6 +12,7 @@ compile time goes to the loops that matter; identical kernels are one function.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable
 
 from llvmlite import ir
@@ -33,6 +34,7 @@ VOID = ir.VoidType()
 INLINE_WORK = 64          # element operations: at most this much is emitted inline in the driver
 FULL_OPT_WORK = 1 << 14   # element operations from which a kernel gets O3 with vectorisation
 LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels (and of the driver)
+LIBRARY_PREFIX = "hlo.lib."
 
 
 def kernel_opt_level(work: int, gemm: bool, requested: int) -> int:
@@ -62,6 +64,8 @@ class DriverLowering(Lowering):
         # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
         self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
         self.kernels: dict[str, Part] = {}
+        self._library = None          # the gemm library: one part for every kernel that multiplies
+        self._library_exports: set[str] = set()
         self.inline = 0
         self.calls = 0
 
@@ -95,7 +99,23 @@ class DriverLowering(Lowering):
         self.b.ret_void()
         self.ctx.finish()
         driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL))
-        return [driver, *self.kernels.values()]
+        return [driver, *self.kernels.values(), *self._library_part()]
+
+    def shared_gemm(self) -> GemmLibrary:
+        """The gemm library kernels call, in a module of its own (compiled once, at full level)."""
+        if self._library is None:
+            self._library = GemmLibrary(ir.Module(name="gemm"), self.name, self.vector_bits)
+            for defined_by_driver in (self._library.threads, self._library.hook):
+                defined_by_driver.initializer = None
+        return self._library
+
+    def _library_part(self) -> list[Part]:
+        if not self._library_exports:   # no kernel multiplies through it
+            return []
+        for name in self._library_exports:
+            self._library.module.globals[name].linkage = ""   # called from the kernels' modules
+        text = str(self._library.module)
+        return [Part(LIBRARY_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24], text, self.opt_level)]
 
     def emit(self, inst: Instruction) -> None:
         if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
@@ -117,9 +137,10 @@ class DriverLowering(Lowering):
 
     def call_kernel(self, body: Callable[[KernelFunction], None], work: int, gemm: bool) -> None:
         """Emit a kernel with body(kernel) (unless an identical one exists) and call it here."""
-        kernel = KernelFunction(self.module, self.a, self.name, self.vector_bits)
+        kernel = KernelFunction(self.module, self.a, self.shared_gemm)
         body(kernel)
         code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level), work)
+        self._library_exports.update(kernel.imports)
         self.kernels.setdefault(code.name, code)
         callee = self.llmod.globals.get(code.name)
         if callee is None:

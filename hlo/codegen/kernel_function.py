@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Callable
 
 from llvmlite import ir
 
@@ -54,11 +55,10 @@ class _KernelElemental(ElementalEmitter):
 class KernelFunction(Lowering):
     """Emits one instruction (or a copy) into a fresh module; `finish()` gives its text."""
 
-    def __init__(self, module: Module, assignment: Assignment, entry_name: str, vector_bits: int):
+    def __init__(self, module: Module, assignment: Assignment, gemm: Callable[[], GemmLibrary]):
         self.module = module
         self.a = assignment
-        self.entry_name = entry_name
-        self.vector_bits = vector_bits
+        self._gemm = gemm
         self.llmod = ir.Module(name="kernel")
         self.fn = ir.Function(self.llmod, ir.FunctionType(VOID, []), name=PLACEHOLDER)
         self.ctx = FunctionContext(self.llmod, self.fn)
@@ -66,16 +66,15 @@ class KernelFunction(Lowering):
         self.buffers: list[Buffer] = []       # argument k is buffers[k]
         self._arguments: dict[int, ir.Argument] = {}
         self._contractions = None
+        self.imports: list[str] = []    # functions of other parts it calls
         self._shared_params = set(assignment.aliases.values())
         self._shared_results = set(assignment.aliases)
 
     @property
     def contractions(self) -> ContractionEmitter:
+        """Multiplies call the module's shared gemm library (a part of its own)."""
         if self._contractions is None:
-            gemm = GemmLibrary(self.llmod, self.entry_name, self.vector_bits)
-            for shared in (gemm.threads, gemm.hook):   # defined by the driver
-                shared.initializer = None
-            self._contractions = ContractionEmitter(self, gemm)
+            self._contractions = ContractionEmitter(self, self._gemm())
         return self._contractions
 
     def pointer(self, buf: Buffer):
@@ -92,6 +91,19 @@ class KernelFunction(Lowering):
         self._arguments[id(buf)] = argument
         return argument
 
+    def _declare_imports(self) -> list[str]:
+        """Declare in this module the functions of other modules the kernel calls (the gemm
+        library's); their names."""
+        names = []
+        for block in self.fn.blocks:
+            for instruction in block.instructions:
+                callee = getattr(instruction, "callee", None)
+                if isinstance(callee, ir.Function) and callee.module is not self.llmod:
+                    if callee.name not in self.llmod.globals:
+                        ir.Function(self.llmod, callee.ftype, name=callee.name)
+                        names.append(callee.name)
+        return names
+
     def _may_share_memory(self, buf: Buffer) -> bool:
         return (buf.kind is BufferKind.PARAM and buf.number in self._shared_params) or \
             (buf.kind is BufferKind.RESULT and buf.number in self._shared_results)
@@ -100,6 +112,7 @@ class KernelFunction(Lowering):
         """The kernel's text with its function named by the hash of that text."""
         self.b.ret_void()
         self.ctx.finish()
+        self.imports = self._declare_imports()
         text = str(self.llmod)
         name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
         return Part(name, text.replace(f'@"{PLACEHOLDER}"', f'@"{name}"'), opt_level, work)

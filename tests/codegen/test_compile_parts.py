@@ -1,0 +1,188 @@
+"""A module compiles as parts: a driver calling one kernel per instruction, each kernel
+deduplicated, optimised by its weight, compiled in parallel processes and cached by content."""
+import io
+
+import numpy as np
+import pytest
+
+from hlo.codegen import CodegenOptions, CompileStats, JitExecutable, ProgressBar, lower_module
+from hlo.codegen import compile_pool
+from hlo.codegen.build import part_objects
+from hlo.codegen.driver import FULL_OPT_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, kernel_opt_level
+from hlo.codegen.kernel_function import PREFIX
+from hlo.text.parser import parse_module
+
+RAW = CodegenOptions(run_pipeline=False)
+
+# Two layers of the same computation on different buffers, then something else.
+LAYERS = """HloModule layers
+ENTRY e {
+  x = f32[512] parameter(0)
+  y = f32[512] parameter(1)
+  a = f32[512] exponential(x)
+  b = f32[512] exponential(y)
+  c = f32[512] multiply(a, b)
+  d = f32[512] tanh(c)
+  ROOT t = (f32[512], f32[512]) tuple(d, a)
+}
+"""
+
+
+def kernel_names(lowered) -> list[str]:
+    return [p.name for p in lowered.kernels if p.name.startswith(PREFIX)]
+
+
+def test_identical_instructions_are_one_kernel_called_twice():
+    lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
+    assert len(kernel_names(lowered)) == 3          # exponential (twice), multiply, tanh
+    assert lowered.calls == 4
+    driver = lowered.parts[0].llvm_ir
+    exp_kernel = [p for p in lowered.kernels if "hlo.exp." in p.llvm_ir][0]
+    assert driver.count(f'call void @"{exp_kernel.name}"') == 2
+
+
+def test_kernels_take_their_buffers_as_noalias_arguments_and_results_are_right():
+    lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
+    for kernel in lowered.kernels:
+        assert f'define void @"{kernel.name}"(ptr noalias' in kernel.llvm_ir
+    x, y = np.linspace(-1, 1, 512, dtype=np.float32), np.linspace(0, 0.5, 512, dtype=np.float32)
+    d, a = JitExecutable(parse_module(LAYERS, "l.hlo"), RAW).run(x, y)
+    np.testing.assert_allclose(a, np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(d, np.tanh(np.exp(x) * np.exp(y)), rtol=1e-5)
+
+
+def test_aliased_parameter_and_result_are_not_noalias():
+    text = """HloModule m, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY e {
+  p = f32[256] parameter(0)
+  ROOT r = f32[256] sine(p)
+}
+"""
+    lowered = lower_module(parse_module(text, "a.hlo"), RAW)
+    (kernel,) = lowered.kernels
+    assert "noalias" not in kernel.llvm_ir.split("\n{")[0].split("define")[1]
+    x = np.linspace(0, 3, 256, dtype=np.float32)
+    executable = JitExecutable(parse_module(text, "a.hlo"), RAW)
+    given = x.copy()
+    (result,) = executable.run(given, donate=True)
+    np.testing.assert_allclose(result, np.sin(x), rtol=1e-6, atol=1e-7)
+
+
+def test_tiny_instructions_are_inline_in_the_driver():
+    text = """HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] add(x, x)
+  ROOT z = f32[4] multiply(y, x)
+}
+"""
+    lowered = lower_module(parse_module(text, "t.hlo"), RAW)
+    assert lowered.kernels == [] and lowered.inline == 2
+    x = np.arange(4, dtype=np.float32)
+    (z,) = JitExecutable(parse_module(text, "t.hlo"), RAW).run(x)
+    np.testing.assert_array_equal(z, (x + x) * x)
+
+
+def test_optimisation_level_follows_the_work():
+    assert kernel_opt_level(INLINE_WORK + 1, False, 3) == LIGHT_OPT_LEVEL
+    assert kernel_opt_level(FULL_OPT_WORK, False, 3) == 3
+    assert kernel_opt_level(10, True, 3) == 3           # blocked multiplies always get the full level
+    assert kernel_opt_level(FULL_OPT_WORK, False, 0) == 0   # never above what was asked
+
+
+def test_an_edited_module_compiles_only_the_kernels_that_changed(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = JitExecutable(parse_module(LAYERS, "l.hlo"), RAW)
+    assert first.stats.compiled == 4 and first.stats.cache_hits == 0      # 3 kernels + the driver
+    edited = LAYERS.replace("d = f32[512] tanh(c)", "d = f32[512] sine(c)")
+    second = JitExecutable(parse_module(edited, "l.hlo"), RAW)
+    assert not second.from_cache
+    assert second.stats.compiled == 2 and second.stats.cache_hits == 2    # sine's kernel + the driver
+    again = JitExecutable(parse_module(edited, "l.hlo"), RAW)
+    assert again.from_cache and again.stats.compiled == 0
+    x = np.linspace(-1, 1, 512, dtype=np.float32)
+    np.testing.assert_allclose(second.run(x, x)[0], np.sin(np.exp(x) ** 2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(again.run(x, x)[0], second.run(x, x)[0])
+
+
+def test_a_repeated_layer_is_compiled_once_across_modules(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    JitExecutable(parse_module(LAYERS, "l.hlo"), RAW)
+    other = LAYERS.replace("HloModule layers", "HloModule other").replace("ROOT t = (f32[512], f32[512]) tuple(d, a)",
+                                                                           "ROOT t = (f32[512], f32[512]) tuple(a, d)")
+    second = JitExecutable(parse_module(other, "o.hlo"), RAW)
+    assert second.stats.compiled == 1 and second.stats.cache_hits == 3    # a new driver only
+
+
+def test_parallel_and_serial_compiles_give_identical_objects(tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
+    objects = {}
+    for jobs in (1, 2):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"jobs{jobs}"))
+        stats = CompileStats()
+        objects[jobs] = part_objects(lowered, CodegenOptions(run_pipeline=False, jobs=jobs), stats)
+        assert stats.processes == jobs and stats.compiled == len(lowered.parts)
+    assert objects[1] == objects[2]
+
+
+def test_parallel_compile_runs_like_the_serial_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    x, y = np.linspace(-1, 1, 512, dtype=np.float32), np.linspace(0, 0.5, 512, dtype=np.float32)
+    results = []
+    for jobs in (1, 2):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"jobs{jobs}"))
+        executable = JitExecutable(parse_module(LAYERS, "l.hlo"), CodegenOptions(jobs=jobs))
+        results.append(executable.run(x, y))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_small_compiles_stay_in_this_process():
+    lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
+    assert compile_pool.processes_for(lowered.parts, jobs=4) == 1     # too little IR for workers
+    assert compile_pool.processes_for(lowered.parts, jobs=1) == 1
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal_only():
+    terminal = FakeTerminal()
+    bar = ProgressBar(terminal, delay=0)
+    bar.update(3, 8)
+    assert "compiling 8 kernels [" in terminal.getvalue() and " 37%" in terminal.getvalue()
+    bar.update(8, 8)
+    assert "100%" in terminal.getvalue()
+    bar.finish()
+    assert terminal.getvalue().endswith("\r")
+    pipe = io.StringIO()
+    quiet = ProgressBar(pipe, delay=0)
+    quiet.update(1, 2)
+    quiet.finish()
+    assert pipe.getvalue() == ""
+
+
+def test_progress_bar_waits_before_drawing():
+    terminal = FakeTerminal()
+    bar = ProgressBar(terminal, delay=60)
+    bar.update(1, 2)
+    assert terminal.getvalue() == ""
+
+
+def test_compile_stats_table_names_every_phase(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    table = JitExecutable(parse_module(LAYERS, "l.hlo"), RAW).stats.table()
+    for phase in ("pipeline", "lowering", "llvm", "optimisation", "machine code", "loading"):
+        assert phase in table
+    assert "3 distinct, 4 calls" in table and "4 compiled" in table
+
+
+@pytest.mark.parametrize("work,level", [(INLINE_WORK + 1, LIGHT_OPT_LEVEL), (FULL_OPT_WORK * 4, 3)])
+def test_kernel_levels_in_a_lowered_module(work, level):
+    n = work   # one elementwise op over n elements is n element operations
+    text = f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n  ROOT y = f32[{n}] exponential(x)\n}}\n"
+    (kernel,) = lower_module(parse_module(text, "k.hlo"), RAW).kernels
+    assert kernel.opt_level == level
