@@ -13,7 +13,7 @@ compile time goes to the loops that matter; identical kernels are one function.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable
+from typing import Callable, Optional
 
 from llvmlite import ir
 
@@ -25,6 +25,7 @@ from .elemental import ElementalEmitter
 from .function_context import FunctionContext, const64
 from .gemm import GemmLibrary
 from .kernel_function import KernelFunction, instruction_work, uses_gemm
+from .kernel_signature import buffer_roles, kernel_signature
 from .kernels import Lowering, emit_instruction
 from .options import Part
 from .types import I8, PTR
@@ -32,16 +33,21 @@ from .types import I8, PTR
 VOID = ir.VoidType()
 
 INLINE_WORK = 64          # element operations: at most this much is emitted inline in the driver
-FULL_OPT_WORK = 1 << 14   # element operations from which a kernel gets O3 with vectorisation
-LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels (and of the driver)
+VECTOR_WORK = 1 << 14     # from this much work a kernel is vectorised (O2)
+HEAVY_WORK = 1 << 16      # and from this much it gets O3's more aggressive loop transformations
+LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels (and of the driver): scalar loops
 LIBRARY_PREFIX = "hlo.lib."
 
 
 def kernel_opt_level(work: int, gemm: bool, requested: int) -> int:
-    """The LLVM optimisation level of a kernel: the requested one for heavy kernels (loops
-    over many elements, blocked multiplies), a light one for the rest."""
-    if gemm or work >= FULL_OPT_WORK:
+    """The LLVM optimisation level of a kernel by its work: O1 (scalar loops) for light ones,
+    O2 (vectorised) for medium ones and for the loops around blocked multiplies, O3 for heavy
+    loop nests; never above the requested level. (O3 costs a fifth more compile time than O2
+    and pays off on large loop nests such as depthwise convolutions.)"""
+    if work >= HEAVY_WORK and not gemm:
         return requested
+    if work >= VECTOR_WORK or gemm:
+        return min(requested, 2)
     return min(requested, LIGHT_OPT_LEVEL)
 
 
@@ -64,6 +70,8 @@ class DriverLowering(Lowering):
         # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
         self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, vector_bits))
         self.kernels: dict[str, Part] = {}
+        self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
+        self._computation_signatures: dict = {}
         self._library = None          # the gemm library: one part for every kernel that multiplies
         self._library_exports: set[str] = set()
         self.inline = 0
@@ -126,7 +134,21 @@ class DriverLowering(Lowering):
             self.inline += 1
             emit_instruction(self, inst)
             return
-        self.call_kernel(lambda kernel: emit_instruction(kernel, inst), work, uses_gemm(inst))
+        self.call_instruction_kernel(inst, work)
+
+    def call_instruction_kernel(self, inst: Instruction, work: int) -> None:
+        """Call inst's kernel: one emitted for an instruction of the same signature, or a new one."""
+        signature = kernel_signature(inst, self.a, self._computation_signatures)
+        known = self._by_signature.get(signature) if signature is not None else None
+        if known is not None:
+            code, roles = known
+            buffers = dict(buffer_roles(inst, self.a))
+            self._call(code, [buffers[role] for role in roles])
+            return
+        code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, uses_gemm(inst))
+        roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
+        if roles is not None:
+            self._by_signature[signature] = (code, roles)
 
     def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
         work = dst.shape.byte_size()
@@ -135,17 +157,23 @@ class DriverLowering(Lowering):
         else:
             self.call_kernel(lambda kernel: kernel.copy_relayout(dst, src), work, False)
 
-    def call_kernel(self, body: Callable[[KernelFunction], None], work: int, gemm: bool) -> None:
-        """Emit a kernel with body(kernel) (unless an identical one exists) and call it here."""
+    def call_kernel(self, body: Callable[[KernelFunction], None], work: int,
+                    gemm: bool) -> tuple[Part, list[Buffer]]:
+        """Emit a kernel with body(kernel) and call it here (one function for identical kernels);
+        the kernel and its arguments' buffers."""
         kernel = KernelFunction(self.module, self.a, self.shared_gemm)
         body(kernel)
         code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level), work)
         self._library_exports.update(kernel.imports)
-        self.kernels.setdefault(code.name, code)
+        code = self.kernels.setdefault(code.name, code)
+        self._call(code, kernel.buffers)
+        return code, kernel.buffers
+
+    def _call(self, code: Part, buffers: list[Buffer]) -> None:
         callee = self.llmod.globals.get(code.name)
         if callee is None:
-            callee = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR] * len(kernel.buffers)), name=code.name)
-        self.b.call(callee, [self.pointer(buf) for buf in kernel.buffers])
+            callee = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR] * len(buffers)), name=code.name)
+        self.b.call(callee, [self.pointer(buf) for buf in buffers])
         self.calls += 1
 
     def _copy_results(self) -> None:
@@ -154,6 +182,17 @@ class DriverLowering(Lowering):
         for j, src in self.a.result_copies:
             # an aliased result may be the very parameter buffer it copies (memmove allows that)
             self.copy(Buffer(src.shape, kind=BufferKind.RESULT, number=j), src, may_overlap=j in self.a.aliases)
+
+
+def _roles_of_arguments(arguments: list[Buffer], roles) -> Optional[list]:
+    """The role of each kernel argument (its first role), or None when an argument has none."""
+    if roles is None:
+        return None
+    first: dict[int, tuple] = {}
+    for role, leaf in roles:
+        first.setdefault(id(resolve(leaf)), role)
+    found = [first.get(id(buf)) for buf in arguments]
+    return None if any(role is None for role in found) else found
 
 
 def _names_buffers_only(inst: Instruction, assignment: Assignment) -> bool:

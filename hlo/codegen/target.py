@@ -3,8 +3,8 @@
 The host target uses llvm.get_host_cpu_name()/get_host_cpu_features(); the feature
 string gets `-prefer-256-bit` so that LLVM may use full 512-bit vectors where the
 CPU has them (otherwise it keeps 256-bit vectors). Optimisation runs the new pass
-manager at the requested speed level with loop and SLP vectorisation switched on
-(llvmlite's defaults are speed level 2 with SLP off). llvm.initialize() must not
+manager at the requested speed level with loop and SLP vectorisation switched on from
+O2 (llvmlite's defaults are speed level 2 with SLP off); O1 is the light level. llvm.initialize() must not
 be called with llvmlite 0.50: it raises.
 
 A module is compiled in parts (the driver, each kernel): `compile_part` parses one part,
@@ -79,14 +79,16 @@ class OutputKind:
 
 
 def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True) -> None:
-    """Run the O<opt_level> module pipeline with loop and SLP vectorisation."""
+    """Run the O<opt_level> module pipeline; from O2 on with loop and SLP vectorisation and
+    unrolling (O1 is the light level: a third less time, scalar loops)."""
     if opt_level <= 0:
         return
+    full = opt_level >= 2
     pto = llvm.PipelineTuningOptions(speed_level=min(opt_level, 3))
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = unroll
-    pto.loop_interleaving = True
+    pto.loop_vectorization = full
+    pto.slp_vectorization = full
+    pto.loop_unrolling = unroll and full
+    pto.loop_interleaving = full
     pb = llvm.PassBuilder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(module_ref, pb)

@@ -8,7 +8,7 @@ import pytest
 from hlo.codegen import CodegenOptions, CompileStats, JitExecutable, ProgressBar, lower_module
 from hlo.codegen import compile_pool
 from hlo.codegen.build import part_objects
-from hlo.codegen.driver import FULL_OPT_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, kernel_opt_level
+from hlo.codegen.driver import HEAVY_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, VECTOR_WORK, kernel_opt_level
 from hlo.codegen.kernel_function import PREFIX
 from hlo.text.parser import parse_module
 
@@ -85,9 +85,11 @@ ENTRY e {
 
 def test_optimisation_level_follows_the_work():
     assert kernel_opt_level(INLINE_WORK + 1, False, 3) == LIGHT_OPT_LEVEL
-    assert kernel_opt_level(FULL_OPT_WORK, False, 3) == 3
-    assert kernel_opt_level(10, True, 3) == 3           # blocked multiplies always get the full level
-    assert kernel_opt_level(FULL_OPT_WORK, False, 0) == 0   # never above what was asked
+    assert kernel_opt_level(VECTOR_WORK, False, 3) == 2
+    assert kernel_opt_level(HEAVY_WORK, False, 3) == 3
+    assert kernel_opt_level(10, True, 3) == 2            # the loops around a blocked multiply are vectorised
+    assert kernel_opt_level(HEAVY_WORK, False, 0) == 0   # never above what was asked
+    assert kernel_opt_level(HEAVY_WORK, False, 1) == 1
 
 
 def test_an_edited_module_compiles_only_the_kernels_that_changed(tmp_path, monkeypatch):
@@ -180,7 +182,7 @@ def test_compile_stats_table_names_every_phase(tmp_path, monkeypatch):
     assert "3 distinct, 4 calls" in table and "4 compiled" in table
 
 
-@pytest.mark.parametrize("work,level", [(INLINE_WORK + 1, LIGHT_OPT_LEVEL), (FULL_OPT_WORK * 4, 3)])
+@pytest.mark.parametrize("work,level", [(INLINE_WORK + 1, LIGHT_OPT_LEVEL), (VECTOR_WORK, 2), (HEAVY_WORK, 3)])
 def test_kernel_levels_in_a_lowered_module(work, level):
     n = work   # one elementwise op over n elements is n element operations
     text = f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n  ROOT y = f32[{n}] exponential(x)\n}}\n"
