@@ -9,7 +9,14 @@ from hlo.codegen import CodegenOptions, CompileStats, JitExecutable, ProgressBar
 from hlo.codegen import compile_pool
 from hlo.codegen.build import part_objects
 from hlo.codegen.driver import HEAVY_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, VECTOR_WORK, kernel_opt_level
-from hlo.codegen.kernel_function import PREFIX
+from corpus_cases import DATA, MODULES, SHARED, SHARED_MODULES, load_module
+from hlo.codegen.buffers import assign_buffers
+from hlo.codegen.driver import DriverLowering
+from hlo.codegen.kernel_function import PREFIX, KernelFunction
+from hlo.codegen.kernel_signature import kernel_signature
+from hlo.codegen.kernels import emit_instruction
+from hlo.codegen.lowering import prepare
+from hlo.opcodes import Op
 from hlo.text.parser import parse_module
 
 RAW = CodegenOptions(run_pipeline=False)
@@ -188,3 +195,108 @@ def test_kernel_levels_in_a_lowered_module(work, level):
     text = f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n  ROOT y = f32[{n}] exponential(x)\n}}\n"
     (kernel,) = lower_module(parse_module(text, "k.hlo"), RAW).kernels
     assert kernel.opt_level == level
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+class VerifyingDriver(DriverLowering):
+    """Emits every kernel a signature found, and records whether the text is the known one."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.checked = self.mismatches = 0
+
+    def call_instruction_kernel(self, inst, work):
+        signature = kernel_signature(inst, self.a, self._computation_signatures)
+        known = self._by_signature.get(signature) if signature is not None else None
+        super().call_instruction_kernel(inst, work)
+        if known is not None:
+            kernel = KernelFunction(self.module, self.a, self.shared_gemm)
+            emit_instruction(kernel, inst)
+            self.checked += 1
+            self.mismatches += kernel.finish(known[0].opt_level, work).name != known[0].name
+
+
+def verified_lowering(module) -> VerifyingDriver:
+    options = CodegenOptions()
+    prepared = prepare(module, options)
+    driver = VerifyingDriver(prepared, assign_buffers(prepared), "hlo_entry", 512, options.opt_level)
+    driver.lower()
+    return driver
+
+
+def layer(n: int, source: str) -> str:
+    """One dense layer with a bias, relu, a layer norm and a sort: its kernels repeat per layer."""
+    return f"""
+  wt{n} = f32[64,64]{{1,0}} parameter({2 * n + 1})
+  bi{n} = f32[64]{{0}} parameter({2 * n + 2})
+  dt{n} = f32[32,64]{{1,0}} dot({source}, wt{n}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  bbr{n} = f32[32,64]{{1,0}} broadcast(bi{n}), dimensions={{1}}
+  sm{n} = f32[32,64]{{1,0}} add(dt{n}, bbr{n})
+  zr{n} = f32[] constant(0)
+  zbr{n} = f32[32,64]{{1,0}} broadcast(zr{n}), dimensions={{}}
+  rl{n} = f32[32,64]{{1,0}} maximum(sm{n}, zbr{n})
+  total{n} = f32[32]{{0}} reduce(rl{n}, zr{n}), dimensions={{1}}, to_apply=add
+  kc{n} = f32[] constant(0.015625)
+  kcb{n} = f32[32]{{0}} broadcast(kc{n}), dimensions={{}}
+  mn{n} = f32[32]{{0}} multiply(total{n}, kcb{n})
+  mbr{n} = f32[32,64]{{1,0}} broadcast(mn{n}), dimensions={{0}}
+  ce{n} = f32[32,64]{{1,0}} subtract(rl{n}, mbr{n})
+  tr{n} = f32[64,32]{{1,0}} transpose(ce{n}), dimensions={{1,0}}
+  so{n} = f32[64,32]{{1,0}} sort(tr{n}), dimensions={{1}}, to_apply=less
+  hd{n} = f32[32,64]{{1,0}} transpose(so{n}), dimensions={{1,0}}"""
+
+
+REPEATED_LAYERS = ("HloModule layers\nadd {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
+                   "  ROOT a = f32[] add(p, q)\n}\nless {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
+                   "  ROOT c = pred[] compare(p, q), direction=LT\n}\nENTRY e {\n  x = f32[32,64]{1,0} parameter(0)"
+                   + layer(0, "x") + layer(1, "hd0") + layer(2, "hd1") + "\n  ROOT out = f32[32,64]{1,0} copy(hd2)\n}\n")
+
+
+def test_a_kernel_found_by_signature_is_the_one_emission_gives():
+    driver = verified_lowering(parse_module(REPEATED_LAYERS, "layers.hlo"))
+    assert driver.checked >= 4 and driver.mismatches == 0
+    lowered = lower_module(parse_module(REPEATED_LAYERS, "layers.hlo"))
+    assert 2 * len(kernel_names(lowered)) <= lowered.calls    # the layers share their kernels
+
+
+def test_repeated_layers_run_right():
+    module = parse_module(REPEATED_LAYERS, "layers.hlo")
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((32, 64)).astype(np.float32)]
+    for _ in range(3):
+        args += [rng.standard_normal((64, 64)).astype(np.float32) / 8, rng.standard_normal(64).astype(np.float32)]
+    (got,) = JitExecutable(module).run(*args)
+    h = args[0].astype(np.float64)
+    for n in range(3):
+        r = np.maximum(h @ args[2 * n + 1] + args[2 * n + 2], 0)
+        h = np.sort((r - r.mean(axis=1, keepdims=True)).T, axis=1).T
+    np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("filename", MODULES + SHARED_MODULES)
+def test_signatures_on_every_corpus_module(filename):
+    data = DATA if filename in MODULES else SHARED
+    assert verified_lowering(load_module(filename, data)).mismatches == 0
+
+
+def test_different_constants_or_layouts_are_different_signatures():
+    def signatures(text):
+        module = prepare(parse_module(text, "s.hlo"), CodegenOptions())
+        assignment = assign_buffers(module)
+        return [kernel_signature(i, assignment, {}) for i in module.entry.instructions if i.opcode == Op.FUSION
+                or i.opcode == Op.ADD]
+    base = """HloModule m
+ENTRY e {
+  x = f32[64,64]{1,0} parameter(0)
+  c = f32[] constant(2)
+  b = f32[64,64]{1,0} broadcast(c), dimensions={}
+  ROOT y = f32[64,64]{1,0} add(x, b)
+}
+"""
+    (first,) = signatures(base)
+    assert signatures(base.replace("constant(2)", "constant(3)")) != [first]
+    assert signatures(base.replace("ROOT y = f32[64,64]{1,0}", "ROOT y = f32[64,64]{0,1}")) != [first]
+    assert signatures(base.replace("HloModule m", "HloModule other")) == [first]
