@@ -63,6 +63,16 @@ def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Option
 _POOLS: dict[tuple[int, int], Executor] = {}   # (pid, workers) -> pool of that process
 
 
+def start_workers(workers: Optional[int] = None) -> None:
+    """Fork the pool now, e.g. before a library that starts threads of its own (jax) is loaded:
+    forking a process with threads risks a lock held by a thread that does not exist in the child."""
+    workers = workers if workers is not None else available_cores()
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        pool = _pool(workers)
+        for future in [pool.submit(os.getpid) for _ in range(workers)]:
+            future.result()
+
+
 def _pool(workers: int) -> Executor:
     key = (os.getpid(), workers)   # a forked child starts its own pool
     pool = _POOLS.get(key)

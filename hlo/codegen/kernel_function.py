@@ -25,8 +25,8 @@ from llvmlite import ir
 
 from ..attributes import DotDims
 from ..ir import Instruction, Module
-from ..opcodes import Op
-from .buffers import Assignment, Buffer, BufferKind, leaves_of, resolve
+from ..opcodes import Category, Op, Trait
+from .buffers import Assignment, Buffer, BufferKind, resolve
 from .contraction import ContractionEmitter, conv_dims, fused_plans, top_level_plan
 from .elemental import ElementalEmitter
 from .function_context import FunctionContext
@@ -120,34 +120,42 @@ class KernelFunction(Lowering):
 
 # --------------------------------------------------------------------------- how much work a kernel does
 
-def instruction_work(inst: Instruction, assignment: Assignment) -> int:
-    """Element operations an instruction's kernel performs, roughly: the largest array it
-    touches times the instructions fused into it, plus the multiply-adds of contractions."""
-    arrays = [leaf.shape for leaf in leaves_of(assignment.values.get(id(inst), ()))
-              if isinstance(leaf, Buffer)]
-    arrays += [leaf for op in inst.operands for _, leaf in op.shape.leaves()]
-    largest = max((_elements(s) for s in arrays if s.is_array), default=1)
+def instruction_work(inst: Instruction) -> int:
+    """Element operations an instruction's kernel performs, roughly: the elements each fused
+    instruction computes (reductions and sorts: the elements they read; contractions: their
+    multiply-adds; transcendental functions count eight)."""
     fused = inst.attrs["calls"].instructions if inst.opcode == Op.FUSION else [inst]
-    ops = sum(1 for i in fused if i.opcode != Op.PARAMETER)
-    return largest * max(ops, 1) + _contraction_work(inst, fused)
+    return max(sum(_own_work(i) for i in fused if not i.info.has(Trait.NO_CODE)), 1)
 
 
-def _contraction_work(inst: Instruction, fused: list) -> int:
-    """Multiply-adds: output elements times the depth of each contraction."""
-    work = 0
-    for i in fused:
-        if i.opcode == Op.DOT:
-            lhs = i.operands[0].shape
-            work += _elements(i.shape) * math.prod(lhs.dims[d] for d in DotDims.of(i).lhs_contracting)
-        elif i.opcode == Op.CONVOLUTION:
-            kernel = i.operands[1].shape
-            features = kernel.dims[conv_dims(i).kernel_output_feature]
-            work += _elements(i.shape) * (_elements(kernel) // max(features, 1))
-    return work
+def _own_work(inst: Instruction) -> int:
+    if inst.opcode == Op.DOT or inst.opcode == Op.CONVOLUTION:
+        return _contraction_work(inst)
+    out = sum(_elements(leaf) for _, leaf in inst.shape.leaves())
+    info = inst.info
+    if info.category is Category.REDUCTION or inst.opcode == Op.SORT:
+        read = sum(_elements(leaf) for op in inst.operands for _, leaf in op.shape.leaves())
+        if inst.opcode == Op.REDUCE_WINDOW and inst.attrs.get("window") is not None:
+            read = out * math.prod(w.size for w in inst.attrs["window"].dims)
+        if inst.opcode == Op.SORT:
+            read *= max(inst.operands[0].shape.element_count(), 2).bit_length()
+        return max(out, read)
+    weight = 8 if info.is_elementwise and (info.transcendental or info.has(Trait.EXPENSIVE)) else 1
+    return out * weight
+
+
+def _contraction_work(inst: Instruction) -> int:
+    """Multiply-adds: output elements times the contraction's depth."""
+    if inst.opcode == Op.DOT:
+        lhs = inst.operands[0].shape
+        return _elements(inst.shape) * math.prod(lhs.dims[d] for d in DotDims.of(inst).lhs_contracting)
+    kernel = inst.operands[1].shape
+    features = kernel.dims[conv_dims(inst).kernel_output_feature]
+    return _elements(inst.shape) * (_elements(kernel) // max(features, 1))
 
 
 def _elements(shape) -> int:
-    return math.prod(shape.dims) if shape.rank else 1
+    return math.prod(shape.dims) if shape.is_array and shape.rank else 1
 
 
 def uses_gemm(inst: Instruction) -> bool:
