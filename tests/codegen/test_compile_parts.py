@@ -1,6 +1,7 @@
 """A module compiles as parts: a driver calling one kernel per instruction, each kernel
 deduplicated, optimised by its weight, compiled in parallel processes and cached by content."""
 import io
+import os
 
 import numpy as np
 import pytest
@@ -300,3 +301,23 @@ ENTRY e {
     assert signatures(base.replace("constant(2)", "constant(3)")) != [first]
     assert signatures(base.replace("ROOT y = f32[64,64]{1,0}", "ROOT y = f32[64,64]{0,1}")) != [first]
     assert signatures(base.replace("HloModule m", "HloModule other")) == [first]
+
+
+def _die(*args):
+    os._exit(3)
+
+
+def test_a_dead_worker_fails_the_compile_and_the_next_one_starts_new_workers(tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
+    options = CodegenOptions(run_pipeline=False, jobs=3)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "first"))
+    monkeypatch.setattr(compile_pool, "compile_part", _die)
+    with pytest.raises(RuntimeError, match="worker process died"):
+        part_objects(lowered, options)
+    monkeypatch.undo()
+    monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "second"))
+    stats = CompileStats()
+    part_objects(lowered, options, stats)
+    assert stats.processes == 3 and stats.compiled == len(lowered.parts)
