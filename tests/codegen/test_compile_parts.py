@@ -94,10 +94,11 @@ ENTRY e {
 def test_optimisation_level_follows_the_work():
     assert kernel_opt_level(INLINE_WORK + 1, False, 3) == LIGHT_OPT_LEVEL
     assert kernel_opt_level(VECTOR_WORK, False, 3) == 2
-    assert kernel_opt_level(HEAVY_WORK, False, 3) == 3
+    assert kernel_opt_level(HEAVY_WORK, False, 3) == 2
+    assert kernel_opt_level(HEAVY_WORK, False, 3, windowed=True) == 3
     assert kernel_opt_level(10, True, 3) == 2            # the loops around a blocked multiply are vectorised
-    assert kernel_opt_level(HEAVY_WORK, False, 0) == 0   # never above what was asked
-    assert kernel_opt_level(HEAVY_WORK, False, 1) == 1
+    assert kernel_opt_level(HEAVY_WORK, False, 0, windowed=True) == 0   # never above what was asked
+    assert kernel_opt_level(HEAVY_WORK, False, 1, windowed=True) == 1
 
 
 def test_an_edited_module_compiles_only_the_kernels_that_changed(tmp_path, monkeypatch):
@@ -190,12 +191,29 @@ def test_compile_stats_table_names_every_phase(tmp_path, monkeypatch):
     assert "3 distinct, 4 calls" in table and "4 compiled" in table
 
 
-@pytest.mark.parametrize("work,level", [(INLINE_WORK + 1, LIGHT_OPT_LEVEL), (VECTOR_WORK, 2), (HEAVY_WORK, 3)])
+@pytest.mark.parametrize("work,level", [(INLINE_WORK + 1, LIGHT_OPT_LEVEL), (VECTOR_WORK, 2), (HEAVY_WORK, 2)])
 def test_kernel_levels_in_a_lowered_module(work, level):
     n = work   # negate over n elements is n element operations
     text = f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n  ROOT y = f32[{n}] negate(x)\n}}\n"
     (kernel,) = lower_module(parse_module(text, "k.hlo"), RAW).kernels
     assert kernel.opt_level == level
+
+
+def test_a_heavy_windowed_kernel_gets_o3():
+    text = """HloModule m
+max {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT m = f32[] maximum(p, q)
+}
+ENTRY e {
+  x = f32[64,64] parameter(0)
+  z = f32[] constant(0)
+  ROOT y = f32[64,64] reduce-window(x, z), window={size=5x5 pad=2_2x2_2}, to_apply=max
+}
+"""
+    (kernel,) = lower_module(parse_module(text, "w.hlo"), RAW).kernels
+    assert kernel.opt_level == 3
 
 
 # --------------------------------------------------------------------------- signatures
