@@ -38,8 +38,8 @@ def part_objects(lowered: LoweredModule, options: CodegenOptions, stats: Optiona
     with stats.phase("llvm", cpu=False):
         results, processes = compile_parts(missing, options, kind, jit, options.jobs, update)
     stats.processes = processes
+    stats.add_parts(results)
     for result in results:
-        stats.add_part(result.optimise_seconds, result.machine_code_seconds)
         cache.put(keys[result.name], result.data)
         found[result.name] = result.data
     if progress is not None:

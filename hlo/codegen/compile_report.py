@@ -33,6 +33,7 @@ class CompileStats:
     compiled: int = 0         # parts compiled in this run (kernels and the driver)
     cache_hits: int = 0       # parts whose code came from the object cache
     processes: int = 1        # processes that compiled parts
+    busiest_process: float = 0.0     # CPU seconds of the process that compiled parts longest
     module_cache_hit: bool = False   # the whole module's lowering came from the cache
 
     @contextmanager
@@ -56,16 +57,27 @@ class CompileStats:
         self.calls = lowered.calls
         self.inline = lowered.inline
 
-    def add_part(self, optimise_seconds: float, machine_code_seconds: float) -> None:
-        """The CPU seconds one compiled part took (in whichever process compiled it)."""
-        self.add("optimisation", None, optimise_seconds)
-        self.add("machine code", None, machine_code_seconds)
-        self.compiled += 1
+    def add_parts(self, results: list) -> None:
+        """The CPU seconds compiled parts (target.PartResult) took, in whichever process."""
+        per_process: dict[int, float] = {}
+        for result in results:
+            self.add("optimisation", None, result.optimise_seconds)
+            self.add("machine code", None, result.machine_code_seconds)
+            seconds = result.optimise_seconds + result.machine_code_seconds
+            per_process[result.process] = per_process.get(result.process, 0.0) + seconds
+        self.compiled += len(results)
+        self.busiest_process = max(per_process.values(), default=0.0)
 
     @property
     def code_generation_cpu(self) -> float:
         """CPU seconds of lowering, LLVM optimisation and machine code: the code generator's part."""
         return sum(self.cpu.get(p, 0.0) for p in ("lowering", "optimisation", "machine code"))
+
+    @property
+    def code_generation_critical_cpu(self) -> float:
+        """CPU seconds on the code generator's critical path: lowering, the busiest compile
+        process, loading (what its wall time is on a machine with a free core per process)."""
+        return sum(self.cpu.get(p, 0.0) for p in ("lowering", "loading")) + self.busiest_process
 
     @property
     def code_generation_wall(self) -> float:
@@ -83,7 +95,8 @@ class CompileStats:
             lines.append("the module's code came from the cache")
         lines.append(f"kernels: {self.kernels} distinct, {self.calls} calls, {self.inline} instructions inline; "
                      f"parts: {self.compiled} compiled in {self.processes} process"
-                     f"{'es' if self.processes != 1 else ''}, {self.cache_hits} from the cache")
+                     f"{'es' if self.processes != 1 else ''} (busiest {self.busiest_process:.3f} cpu s), "
+                     f"{self.cache_hits} from the cache")
         return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ compile pool (compile_pool.py) runs it in worker processes.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -124,11 +125,12 @@ def target_machine(options, jit: bool, opt_level: int) -> llvm.TargetMachine:
 
 @dataclass
 class PartResult:
-    """One compiled part: its bytes and the CPU seconds of each step."""
+    """One compiled part: its bytes, the CPU seconds of each step, and the process that compiled it."""
     name: str
     data: bytes
     optimise_seconds: float
     machine_code_seconds: float
+    process: int = 0
 
 
 def compile_part(name: str, llvm_ir: str, opt_level: int, options, kind: str, jit: bool) -> PartResult:
@@ -137,4 +139,4 @@ def compile_part(name: str, llvm_ir: str, opt_level: int, options, kind: str, ji
     ref, tm = parse_and_optimize(llvm_ir, options, jit, opt_level)
     optimised = time.process_time()
     data = tm.emit_object(ref) if kind == OutputKind.OBJECT else ref.as_bitcode()
-    return PartResult(name, data, optimised - start, time.process_time() - optimised)
+    return PartResult(name, data, optimised - start, time.process_time() - optimised, os.getpid())
