@@ -4,7 +4,7 @@ llvmlite holds a global lock, so threads would compile one part at a time; proce
 not. `compile_parts` sends each part's IR text to a pool of forked workers (largest
 first, so the long ones do not finish last) and receives its object or bitcode bytes.
 The pool is started on the first large compile and kept for the next ones (a fork costs
-tens of milliseconds); small compiles, a single process allowed (`jobs=1`, or a process
+tens of milliseconds; a running pool is used for smaller compiles too); small compiles, a single process allowed (`jobs=1`, or a process
 pinned to one core), or a platform other than Linux compile in this process. Every part
 is compiled the same way in either case, so the bytes are identical. A worker that dies
 (out of memory, a crash in LLVM) fails the compile with an error; the next compile starts
@@ -23,7 +23,8 @@ from typing import Callable, Optional
 from .options import Part
 from .target import PartResult, compile_part
 
-POOL_MIN_BYTES = 150_000   # less IR than this compiles faster here than through workers
+POOL_MIN_BYTES = 150_000   # less IR than this compiles faster here than by starting workers
+RUNNING_POOL_MIN_BYTES = 30_000   # once workers run, sending them parts costs about a millisecond
 
 
 def available_cores() -> int:
@@ -44,9 +45,11 @@ def processes_for(parts: list[Part], jobs: Optional[int]) -> int:
     wanted = jobs if jobs is not None else available_cores()
     if wanted <= 1 or len(parts) < 2 or not can_fork():
         return 1
-    if sum(len(p.llvm_ir) for p in parts) < POOL_MIN_BYTES:
+    wanted = min(wanted, len(parts))
+    threshold = RUNNING_POOL_MIN_BYTES if (os.getpid(), wanted) in _POOLS else POOL_MIN_BYTES
+    if sum(len(p.llvm_ir) for p in parts) < threshold:
         return 1
-    return min(wanted, len(parts))
+    return wanted
 
 
 def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Optional[int] = None,
