@@ -184,7 +184,8 @@ def compile_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
     return (f"{case.name:40s} ours {wall:6.2f} s [{min(o[0] for o in ours):.2f}-{max(o[0] for o in ours):.2f}] "
             f"cpu {cpu:6.2f} = pipeline {pipeline:5.2f} + codegen {codegen:5.2f} (cpu {codegen_cpu:5.2f}, "
             f"critical path cpu {critical:5.2f}, {stats.processes} proc, {stats.kernels} kernels)   "
-            f"xla {xla_wall:6.2f} s cpu {xla_cpu:6.2f} {label}   ratio {xla_wall / wall:5.2f}x (cpu {xla_cpu / cpu:5.2f}x)"
+            f"xla {xla_wall:6.2f} s cpu {xla_cpu:6.2f} {label}   "
+            f"ratio {xla_wall / wall:5.2f}x (cpu {xla_cpu / cpu:5.2f}x)"
             f"   codegen ratio {xla_wall / codegen:5.2f}x (cpu {xla_cpu / codegen_cpu:5.2f}x, "
             f"critical path {xla_cpu / critical:5.2f}x)")
 

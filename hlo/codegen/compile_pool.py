@@ -4,8 +4,9 @@ llvmlite holds a global lock, so threads would compile one part at a time; proce
 not. `compile_parts` sends each part's IR text to a pool of forked workers (largest
 first, so the long ones do not finish last) and receives its object or bitcode bytes.
 The pool is started on the first large compile and kept for the next ones (a fork costs
-tens of milliseconds; a running pool is used for smaller compiles too); small compiles, a single process allowed (`jobs=1`, or a process
-pinned to one core), or a platform other than Linux compile in this process. Every part
+tens of milliseconds; a running pool is used for smaller compiles too); small compiles, a
+single process allowed (`jobs=1`, or a process pinned to one core), or a platform other
+than Linux compile in this process. Every part
 is compiled the same way in either case, so the bytes are identical. A worker that dies
 (out of memory, a crash in LLVM) fails the compile with an error; the next compile starts
 new workers.

@@ -24,7 +24,7 @@ from .contraction import ContractionEmitter
 from .elemental import ElementalEmitter
 from .function_context import FunctionContext, const64
 from .gemm import GemmLibrary
-from .kernel_function import KernelFunction, instruction_work, uses_gemm, windowed
+from .kernel_function import KernelFunction, instruction_work, is_windowed, uses_gemm
 from .kernel_signature import buffer_roles, kernel_signature
 from .kernels import Lowering, emit_instruction
 from .options import Part
@@ -53,6 +53,9 @@ def kernel_opt_level(work: int, gemm: bool, requested: int, windowed: bool = Fal
 
 
 class DriverLowering(Lowering):
+    """Lowers a prepared module's entry computation: `lower()` gives the driver's part and the
+    parts of the kernels it calls (and of the gemm library when a kernel multiplies)."""
+
     def __init__(self, module: Module, assignment: Assignment, name: str, vector_bits: int = 128,
                  opt_level: int = 3):
         self.module = module
@@ -150,13 +153,14 @@ class DriverLowering(Lowering):
             self._call(code, [buffers[role] for role in roles])
             return
         code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, uses_gemm(inst),
-                                           windowed(inst))
+                                           is_windowed(inst))
         roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
         if roles is not None:
             self._by_signature[signature] = (code, roles)
 
     def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
-        work = dst.shape.byte_size()
+        """A copy between layouts (results, while-loop state): a kernel unless tiny."""
+        work = dst.shape.element_count()
         if work <= INLINE_WORK:
             super().copy_relayout(dst, src)
         else:
@@ -165,7 +169,7 @@ class DriverLowering(Lowering):
     def call_kernel(self, body: Callable[[KernelFunction], None], work: int,
                     gemm: bool, windowed: bool = False) -> tuple[Part, list[Buffer]]:
         """Emit a kernel with body(kernel) and call it here (one function for identical kernels);
-        the kernel and its arguments' buffers."""
+        its part and its arguments' buffers."""
         kernel = KernelFunction(self.module, self.a, self.shared_gemm)
         body(kernel)
         code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work)

@@ -158,7 +158,7 @@ def _elements(shape) -> int:
     return math.prod(shape.dims) if shape.is_array and shape.rank else 1
 
 
-def windowed(inst: Instruction) -> bool:
+def is_windowed(inst: Instruction) -> bool:
     """Whether the kernel has loops over windows or contractions (each element read repeatedly)."""
     fused = inst.attrs["calls"].instructions if inst.opcode == Op.FUSION else [inst]
     return any(i.info.has(Trait.READS_OPERAND_ELEMENTS_REPEATEDLY) for i in fused)

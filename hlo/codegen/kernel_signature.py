@@ -69,7 +69,8 @@ def kernel_signature(inst: Instruction, assignment: Assignment, memo: dict) -> O
 
 def _buffer_text(leaf: Buffer, buf: Buffer, shared: tuple) -> str:
     kind = buf.kind.value
-    if buf.kind is BufferKind.PARAM and buf.number in shared[0] or buf.kind is BufferKind.RESULT and buf.number in shared[1]:
+    if (buf.kind is BufferKind.PARAM and buf.number in shared[0]) or \
+            (buf.kind is BufferKind.RESULT and buf.number in shared[1]):
         kind += "(shared)"
     text = f"{kind};{type(leaf).__name__};{format_shape(leaf.shape)};{format_shape(buf.shape)};{buf.size}"
     if buf.kind is BufferKind.CONSTANT and buf.constant is not None and not buf.shape.rank:

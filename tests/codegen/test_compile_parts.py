@@ -270,7 +270,8 @@ def layer(n: int, source: str) -> str:
 REPEATED_LAYERS = ("HloModule layers\nadd {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
                    "  ROOT a = f32[] add(p, q)\n}\nless {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
                    "  ROOT c = pred[] compare(p, q), direction=LT\n}\nENTRY e {\n  x = f32[32,64]{1,0} parameter(0)"
-                   + layer(0, "x") + layer(1, "hd0") + layer(2, "hd1") + "\n  ROOT out = f32[32,64]{1,0} copy(hd2)\n}\n")
+                   + layer(0, "x") + layer(1, "hd0") + layer(2, "hd1")
+                   + "\n  ROOT out = f32[32,64]{1,0} copy(hd2)\n}\n")
 
 
 def test_a_kernel_found_by_signature_is_the_one_emission_gives():
