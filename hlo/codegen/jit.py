@@ -5,7 +5,7 @@ cached by its content (object_cache.py), so a module that differs from a cached 
 few instructions compiles only the kernels that changed. The whole module's lowering (the
 parts' names and keys, shapes, temp size) is cached too, under $XDG_CACHE_HOME/hlo-toolchain
 (default ~/.cache/hlo-toolchain), keyed by the sha256 of the module text, the options, the
-target and the code generator's and passes' sources: a second JitExecutable of the same
+target and the library's sources: a second JitExecutable of the same
 module loads the parts' objects without lowering it again (from_cache is True).
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..text.printer import format_module
 from .buffers import alias_leaves
 from .build import part_objects
 from .compile_report import CompileStats, ProgressBar
+from .lapack_calls import libraries_for
 from .lowering import lower_module
 from .object_cache import ObjectCache, part_key, write_atomically
 from .options import CodegenOptions, LoweredModule
@@ -41,10 +42,11 @@ CACHE_VERSION = "2"
 
 @functools.lru_cache(maxsize=None)
 def _compiler_fingerprint() -> str:
-    """A hash of the code generator's and the passes' sources: a changed compiler invalidates the cache."""
+    """A hash of the library's sources and LLVM's version: compiled code depends on the code
+    generator, the passes of the default pipeline, the parser and the runtime plans alike, so a
+    change to any of them invalidates the cache."""
     h = hashlib.sha256(llvm.llvm_version_info.__repr__().encode())
-    root = Path(__file__).parent
-    for path in sorted(root.glob("*.py")) + sorted((root.parent / "passes").rglob("*.py")):
+    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -75,7 +77,7 @@ class JitExecutable:
         self.options = options
         self.stats = CompileStats()
         meta_path = cache_dir() / f"{cache_key(format_module(module), options, self.NAME)}.meta"
-        cached = _load_cached(meta_path)
+        cached = _load_cached(meta_path, libraries_for(module))
         self.from_cache = self.stats.module_cache_hit = cached is not None
         if cached is None:
             lowered = lower_module(module, options, self.NAME, self.stats)
@@ -87,7 +89,7 @@ class JitExecutable:
             self.stats.cache_hits = len(lowered.parts)
         self.lowered = lowered
         with self.stats.phase("loading"):
-            self._engine = _load_engine(options, [objects[p.name] for p in lowered.parts])
+            self._engine = _load_engine(options, [objects[p.name] for p in lowered.parts], lowered.libraries)
             address = self._engine.get_function_address(self.NAME)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
         self.compile_seconds = time.perf_counter() - start
@@ -212,8 +214,11 @@ def _logical(array: np.ndarray, shape) -> np.ndarray:
 
 # --------------------------------------------------------------------------- loading and the module cache
 
-def _load_engine(options: CodegenOptions, objects: list[bytes]) -> llvm.ExecutionEngine:
-    """An MCJIT engine holding the parts' objects, linked to each other and finalised."""
+def _load_engine(options: CodegenOptions, objects: list[bytes], libraries: list[str]) -> llvm.ExecutionEngine:
+    """An MCJIT engine holding the parts' objects, linked to each other (and to the shared
+    libraries they call: LAPACK) and finalised."""
+    for library in libraries:
+        llvm.load_library_permanently(library)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), create_target_machine(options, jit=True))
     for data in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(data))
@@ -229,12 +234,15 @@ def _store_lowering(path: Path, lowered: LoweredModule, options: CodegenOptions)
     write_atomically(path, pickle.dumps((dataclass_replace(lowered, parts=slim), keys)))
 
 
-def _load_cached(path: Path):
-    """(the lowered module without its IR text, {part name: object}) when every object is cached."""
+def _load_cached(path: Path, libraries: list[str]):
+    """(the lowered module without its IR text, {part name: object}) when every object is cached
+    and was compiled against the shared libraries found now."""
     try:
         lowered, keys = pickle.loads(path.read_bytes())
     except (OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
         return None
+    if lowered.libraries != libraries:
+        return None   # compiled against another LAPACK than the one found now: compile again
     cache = ObjectCache()
     objects = {}
     for part, key in zip(lowered.parts, keys):

@@ -11,6 +11,8 @@ from .compile_report import CompileStats
 from .driver import DriverLowering
 from .emitters import expander_passes
 from .gemm import vector_bits_of
+from .lapack_calls import libraries_for
+from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
 from .options import CodegenOptions, LoweredModule
 from .target import resolved_target
 from .types import check_shape_supported
@@ -67,4 +69,4 @@ def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule
     driver = DriverLowering(prepared, assignment, name, vector_bits_of(features), options.opt_level)
     parts = driver.lower()
     return LoweredModule(name, parts, list(assignment.params), list(assignment.results), assignment.temp_bytes,
-                         driver.inline, driver.calls)
+                         libraries_for(prepared), driver.inline, driver.calls)

@@ -43,6 +43,7 @@ class LoweredModule:
     params: list[Shape] = field(default_factory=list)
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
+    libraries: list[str] = field(default_factory=list)   # shared libraries the code calls (LAPACK)
     inline: int = 0      # instructions emitted inline in the driver
     calls: int = 0       # kernel calls in the driver
 
