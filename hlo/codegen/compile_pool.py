@@ -61,13 +61,13 @@ def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Option
     report = progress or (lambda finished, total: None)
     if processes == 1:
         for part in parts:
-            done[part.name] = compile_part(part.name, part.llvm_ir, part.opt_level, options, kind, jit)
+            done[part.name] = compile_part(part, options, kind, jit)
             report(len(done), len(parts))
     else:
         pool = _pool(processes)
         largest_first = sorted(parts, key=lambda p: -len(p.llvm_ir))
         try:
-            futures = [pool.submit(compile_part, p.name, p.llvm_ir, p.opt_level, options, kind, jit)
+            futures = [pool.submit(compile_part, p, options, kind, jit)
                        for p in largest_first]
             for future in as_completed(futures):
                 result = future.result()

@@ -7,8 +7,9 @@ only (parameters, tuples, views) emit nothing; while, conditional and call becom
 blocks of the driver; every other instruction becomes a kernel (kernel_function.py), a
 function of its own called with its buffers' addresses, unless its work is tiny (a few
 scalars), where a call would cost more than the code: that code is emitted inline. Each
-kernel gets the LLVM optimisation its work deserves (`kernel_opt_level`), so a module's
-compile time goes to the loops that matter; identical kernels are one function.
+kernel gets the LLVM optimisation its work deserves (`kernel_opt_level`, `kernel_vectorized`;
+work inside while loops counts LOOP_WEIGHT times per loop), so a module's compile time goes
+to the loops that matter; identical kernels are one function.
 """
 from __future__ import annotations
 
@@ -33,23 +34,31 @@ from .types import I8, PTR
 VOID = ir.VoidType()
 
 INLINE_WORK = 64          # element operations: at most this much is emitted inline in the driver
-VECTOR_WORK = 1 << 14     # from this much work a kernel is vectorised (O2)
+SCALAR_WORK = 1 << 10     # below this much work a kernel's loops stay scalar (O1 without vectorising)
+VECTOR_WORK = 1 << 14     # from this much a kernel gets O2 (below: O1 with vectorisation)
 HEAVY_WORK = 1 << 16      # and from this much a windowed loop nest gets O3
-LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels (and of the driver): scalar loops
+LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels, the driver and the gemm library
+LOOP_WEIGHT = 16          # an instruction in a while loop's body counts as running this many times
 LIBRARY_PREFIX = "hlo.lib."
 
 
 def kernel_opt_level(work: int, gemm: bool, requested: int, windowed: bool = False) -> int:
-    """The LLVM optimisation level of a kernel by its work: O1 (scalar loops) for light ones,
-    O2 (vectorised) for medium ones and for the loops around blocked multiplies, O3 for heavy
-    windowed loop nests (convolutions, reduce-window: O3's unrolling of their small inner
-    loops makes them up to twice as fast, where other loops gain nothing for a sixth more
-    compile time); never above the requested level."""
+    """The LLVM optimisation level of a kernel by its work: O1 for light ones, O2 for medium
+    ones and for the loops around blocked multiplies, O3 for heavy windowed loop nests
+    (convolutions, reduce-window: O3's unrolling of their small inner loops makes them up to
+    twice as fast, where other loops gain nothing for a sixth more compile time); never above
+    the requested level."""
     if work >= HEAVY_WORK and windowed and not gemm:
         return requested
     if work >= VECTOR_WORK or gemm:
         return min(requested, 2)
     return min(requested, LIGHT_OPT_LEVEL)
+
+
+def kernel_vectorized(work: int, gemm: bool) -> bool:
+    """Whether a kernel's loops are vectorised: all but the smallest (vectorised O1 code ran light
+    kernels 1.8x faster than scalar O1 for a third more compile time)."""
+    return gemm or work >= SCALAR_WORK
 
 
 class DriverLowering(Lowering):
@@ -80,6 +89,7 @@ class DriverLowering(Lowering):
         self._library_exports: set[str] = set()
         self.inline = 0
         self.calls = 0
+        self.loop_depth = 0           # while loops around the instruction being emitted
 
     @property
     def contractions(self) -> ContractionEmitter:
@@ -110,7 +120,8 @@ class DriverLowering(Lowering):
         self._copy_results()
         self.b.ret_void()
         self.ctx.finish()
-        driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL))
+        # scalar: the driver's own loops are a few elements long (vectorising them gained nothing)
+        driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL), vectorize=False)
         return [driver, *self.kernels.values(), *self._library_part()]
 
     def shared_gemm(self) -> GemmLibrary:
@@ -134,9 +145,11 @@ class DriverLowering(Lowering):
 
     def emit(self, inst: Instruction) -> None:
         if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            self.loop_depth += inst.opcode == Op.WHILE
             emit_instruction(self, inst)
+            self.loop_depth -= inst.opcode == Op.WHILE
             return
-        work = instruction_work(inst)
+        work = instruction_work(inst) * LOOP_WEIGHT ** self.loop_depth
         if work <= INLINE_WORK and id(inst) not in self.a.scratch:
             self.inline += 1
             emit_instruction(self, inst)
@@ -148,15 +161,16 @@ class DriverLowering(Lowering):
         signature = kernel_signature(inst, self.a, self._computation_signatures)
         known = self._by_signature.get(signature) if signature is not None else None
         if known is not None:
-            code, roles = known
+            code, roles, gemm, windowed = known
+            _strengthen(code, kernel_opt_level(work, gemm, self.opt_level, windowed), kernel_vectorized(work, gemm))
             buffers = dict(buffer_roles(inst, self.a))
             self._call(code, [buffers[role] for role in roles])
             return
-        code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, uses_gemm(inst),
-                                           is_windowed(inst))
+        gemm, windowed = uses_gemm(inst), is_windowed(inst)
+        code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, gemm, windowed)
         roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
         if roles is not None:
-            self._by_signature[signature] = (code, roles)
+            self._by_signature[signature] = (code, roles, gemm, windowed)
 
     def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
         """A copy between layouts (results, while-loop state): a kernel unless tiny."""
@@ -172,11 +186,13 @@ class DriverLowering(Lowering):
         its part and its arguments' buffers."""
         kernel = KernelFunction(self.module, self.a, self.shared_gemm)
         body(kernel)
-        code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work)
+        code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work,
+                             kernel_vectorized(work, gemm))
         self._library_exports.update(kernel.imports)
-        code = self.kernels.setdefault(code.name, code)
-        self._call(code, kernel.buffers)
-        return code, kernel.buffers
+        known = self.kernels.setdefault(code.name, code)
+        _strengthen(known, code.opt_level, code.vectorize)
+        self._call(known, kernel.buffers)
+        return known, kernel.buffers
 
     def _call(self, code: Part, buffers: list[Buffer]) -> None:
         callee = self.llmod.globals.get(code.name)
@@ -191,6 +207,12 @@ class DriverLowering(Lowering):
         for j, src in self.a.result_copies:
             # an aliased result may be the very parameter buffer it copies (memmove allows that)
             self.copy(Buffer(src.shape, kind=BufferKind.RESULT, number=j), src, may_overlap=j in self.a.aliases)
+
+
+def _strengthen(code: Part, opt_level: int, vectorize: bool) -> None:
+    """The same code called from elsewhere (say inside a loop): the stronger optimisation of the two."""
+    code.opt_level = max(code.opt_level, opt_level)
+    code.vectorize = code.vectorize or vectorize
 
 
 def _roles_of_arguments(arguments: list[Buffer], roles) -> Optional[list]:

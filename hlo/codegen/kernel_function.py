@@ -108,14 +108,14 @@ class KernelFunction(Lowering):
         return (buf.kind is BufferKind.PARAM and buf.number in self._shared_params) or \
             (buf.kind is BufferKind.RESULT and buf.number in self._shared_results)
 
-    def finish(self, opt_level: int, work: int) -> Part:
+    def finish(self, opt_level: int, work: int, vectorize: bool = True) -> Part:
         """The kernel's text with its function named by the hash of that text."""
         self.b.ret_void()
         self.ctx.finish()
         self.imports = self._declare_imports()
         text = str(self.llmod)
         name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
-        return Part(name, text.replace(f'@"{PLACEHOLDER}"', f'@"{name}"'), opt_level, work)
+        return Part(name, text.replace(f'@"{PLACEHOLDER}"', f'@"{name}"'), opt_level, work, vectorize)
 
 
 # --------------------------------------------------------------------------- how much work a kernel does

@@ -1,7 +1,7 @@
 """Compiled parts on disk, keyed by their content: $XDG_CACHE_HOME/hlo-toolchain/parts.
 
 A part's key hashes everything its code depends on: its LLVM IR text (whose kernel function
-is named by the hash of the text), its optimisation level, the target (triple, cpu,
+is named by the hash of the text), its optimisation level and vectorisation, the target (triple, cpu,
 features), what is produced (a JIT object, a position-independent object's bitcode), and the
 compiler: the LLVM version and target.py, which sets up the pipeline. The rest of the
 code generator only decides the text, which is in the key already, so a module whose edit
@@ -41,8 +41,8 @@ def compiler_fingerprint() -> str:
 def part_key(part: Part, options, kind: str, jit: bool) -> str:
     triple, cpu, features = resolved_target(options)
     h = hashlib.sha256()
-    for piece in (CACHE_VERSION, compiler_fingerprint(), kind, str(jit), str(part.opt_level), triple, cpu, features,
-                  part.llvm_ir):
+    for piece in (CACHE_VERSION, compiler_fingerprint(), kind, str(jit), str(part.opt_level), str(part.vectorize),
+                  triple, cpu, features, part.llvm_ir):
         h.update(piece.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -25,11 +25,13 @@ class CodegenOptions:
 
 @dataclass
 class Part:
-    """One LLVM module of a lowered HLO module: the driver or a kernel, and its optimisation level."""
+    """One LLVM module of a lowered HLO module: the driver or a kernel, and its optimisation:
+    the LLVM level, and whether loops are vectorised (at O1 they may stay scalar)."""
     name: str
     llvm_ir: str
     opt_level: int
     work: int = 0        # element operations (a kernel's weight)
+    vectorize: bool = True
 
 
 @dataclass

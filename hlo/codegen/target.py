@@ -3,8 +3,8 @@
 The host target uses llvm.get_host_cpu_name()/get_host_cpu_features(); the feature
 string gets `-prefer-256-bit` so that LLVM may use full 512-bit vectors where the
 CPU has them (otherwise it keeps 256-bit vectors). Optimisation runs the new pass
-manager at the requested speed level with loop and SLP vectorisation switched on from
-O2 (llvmlite's defaults are speed level 2 with SLP off); O1 is the light level. llvm.initialize() must not
+manager at the requested speed level with loop and SLP vectorisation switched on
+(llvmlite's defaults are speed level 2 with SLP off), or off for scalar parts. llvm.initialize() must not
 be called with llvmlite 0.50: it raises.
 
 A module is compiled in parts (the driver, each kernel): `compile_part` parses one part,
@@ -79,17 +79,17 @@ class OutputKind:
     BITCODE = "bitcode"
 
 
-def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True) -> None:
-    """Run the O<opt_level> module pipeline; from O2 on with loop and SLP vectorisation and
-    unrolling (O1 is the light level: a third less time, scalar loops)."""
+def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True,
+             vectorize: bool = True) -> None:
+    """Run the O<opt_level> module pipeline, with loop and SLP vectorisation and unrolling unless
+    vectorize is False (scalar loops: a third less time at O1)."""
     if opt_level <= 0:
         return
-    full = opt_level >= 2
     pto = llvm.PipelineTuningOptions(speed_level=min(opt_level, 3))
-    pto.loop_vectorization = full
-    pto.slp_vectorization = full
-    pto.loop_unrolling = unroll and full
-    pto.loop_interleaving = full
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_unrolling = unroll and vectorize
+    pto.loop_interleaving = vectorize
     pb = llvm.PassBuilder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(module_ref, pb)
@@ -104,13 +104,13 @@ def parse_for_target(llvm_ir: str, options, tm: llvm.TargetMachine) -> llvm.Modu
     return ref
 
 
-def parse_and_optimize(llvm_ir: str, options, jit: bool = False,
-                       opt_level: Optional[int] = None) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
+def parse_and_optimize(llvm_ir: str, options, jit: bool = False, opt_level: Optional[int] = None,
+                       vectorize: bool = True) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
     """The parsed, verified module optimised at opt_level (default: the options' level)."""
     level = options.opt_level if opt_level is None else opt_level
     tm = target_machine(options, jit, level)
     ref = parse_for_target(llvm_ir, options, tm)
-    optimize(ref, tm, level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT)
+    optimize(ref, tm, level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT, vectorize=vectorize)
     return ref, tm
 
 
@@ -133,10 +133,10 @@ class PartResult:
     process: int = 0
 
 
-def compile_part(name: str, llvm_ir: str, opt_level: int, options, kind: str, jit: bool) -> PartResult:
-    """Parse, optimise at opt_level and emit one part (a kernel or the driver)."""
+def compile_part(part, options, kind: str, jit: bool) -> PartResult:
+    """Parse, optimise as the part asks (options.Part: level, vectorisation) and emit one part."""
     start = time.process_time()
-    ref, tm = parse_and_optimize(llvm_ir, options, jit, opt_level)
+    ref, tm = parse_and_optimize(part.llvm_ir, options, jit, part.opt_level, part.vectorize)
     optimised = time.process_time()
     data = tm.emit_object(ref) if kind == OutputKind.OBJECT else ref.as_bitcode()
-    return PartResult(name, data, optimised - start, time.process_time() - optimised, os.getpid())
+    return PartResult(part.name, data, optimised - start, time.process_time() - optimised, os.getpid())

@@ -9,7 +9,8 @@ import pytest
 from hlo.codegen import CodegenOptions, CompileStats, JitExecutable, ProgressBar, lower_module
 from hlo.codegen import compile_pool
 from hlo.codegen.build import part_objects
-from hlo.codegen.driver import HEAVY_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, VECTOR_WORK, kernel_opt_level
+from hlo.codegen.driver import (HEAVY_WORK, INLINE_WORK, LIGHT_OPT_LEVEL, LOOP_WEIGHT, SCALAR_WORK, VECTOR_WORK,
+                                kernel_opt_level, kernel_vectorized)
 from corpus_cases import DATA, MODULES, SHARED, SHARED_MODULES, load_module
 from hlo.codegen.buffers import assign_buffers
 from hlo.codegen.driver import DriverLowering
@@ -99,6 +100,8 @@ def test_optimisation_level_follows_the_work():
     assert kernel_opt_level(10, True, 3) == 2            # the loops around a blocked multiply are vectorised
     assert kernel_opt_level(HEAVY_WORK, False, 0, windowed=True) == 0   # never above what was asked
     assert kernel_opt_level(HEAVY_WORK, False, 1, windowed=True) == 1
+    assert not kernel_vectorized(SCALAR_WORK - 1, False) and kernel_vectorized(SCALAR_WORK, False)
+    assert kernel_vectorized(10, True)
 
 
 def test_an_edited_module_compiles_only_the_kernels_that_changed(tmp_path, monkeypatch):
@@ -197,6 +200,39 @@ def test_kernel_levels_in_a_lowered_module(work, level):
     text = f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n  ROOT y = f32[{n}] negate(x)\n}}\n"
     (kernel,) = lower_module(parse_module(text, "k.hlo"), RAW).kernels
     assert kernel.opt_level == level
+
+
+def test_work_in_a_while_loop_counts_more():
+    text = f"""HloModule m
+cond {{
+  s = (s32[], f32[{SCALAR_WORK // 4}]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(10)
+  ROOT c = pred[] compare(i, n), direction=LT
+}}
+body {{
+  s = (s32[], f32[{SCALAR_WORK // 4}]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  x = f32[{SCALAR_WORK // 4}] get-tuple-element(s), index=1
+  y = f32[{SCALAR_WORK // 4}] negate(x)
+  ROOT t = (s32[], f32[{SCALAR_WORK // 4}]) tuple(j, y)
+}}
+ENTRY e {{
+  x = f32[{SCALAR_WORK // 4}] parameter(0)
+  z = f32[{SCALAR_WORK // 4}] negate(x)
+  zero = s32[] constant(0)
+  s = (s32[], f32[{SCALAR_WORK // 4}]) tuple(zero, z)
+  w = (s32[], f32[{SCALAR_WORK // 4}]) while(s), condition=cond, body=body
+  ROOT r = f32[{SCALAR_WORK // 4}] get-tuple-element(w), index=1
+}}
+"""
+    assert LOOP_WEIGHT * SCALAR_WORK // 4 >= SCALAR_WORK
+    lowered = lower_module(parse_module(text, "loop.hlo"), RAW)
+    (negate,) = lowered.kernels                 # the same code in and out of the loop: one kernel,
+    assert negate.vectorize                     # optimised as the loop wants
+    assert lowered.calls == 2
 
 
 def test_a_heavy_windowed_kernel_gets_o3():
