@@ -16,7 +16,13 @@ child process tries first) the MANIFEST's figures are printed, labelled "(manife
 
 The ratio is XLA's time over ours: above 1.0 we are faster. With --compile, cold compile times
 (empty cache folder, every run) are printed instead: ours (parse + check + pipeline + LLVM) against
-XLA's (HLO text to a loaded executable), medians of --compile-runs.
+XLA's (HLO text to a loaded executable), medians of --compile-runs, and ours split into the default
+pipeline and the code generator's part (lowering, LLVM, loading: wall seconds, and CPU seconds
+summed over the compile processes, and on the critical path: lowering, the busiest compile process
+and loading, the wall time on a machine with a free core per process); "codegen ratio" is XLA's
+whole compile over that part. Our
+compile may use every core the process started with (its parts compile in parallel processes;
+--jobs 1 keeps it in one process); XLA's is pinned to one core, as its MANIFEST figures are.
 
 --clock cpu measures the CPU time of the process (both ours and XLA's run on its threads) instead of
 wall time: on a machine shared with other jobs it leaves out the time other processes hold the core.
@@ -37,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -54,6 +61,7 @@ from xla_reference import reference_isa, xla_compiler  # noqa: E402
 
 from hlo.analysis.loading import load_module  # noqa: E402
 from hlo.codegen import CodegenOptions  # noqa: E402
+from hlo.codegen.compile_pool import start_workers  # noqa: E402
 from hlo.codegen.jit import JitExecutable  # noqa: E402
 from hlo.runtime import values_io  # noqa: E402
 
@@ -171,27 +179,58 @@ def xla_crashes(case: Case) -> bool:
 
 
 def compile_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
+    """Cold compiles (empty cache folder each time): wall and CPU seconds, medians. Ours may use
+    every core the process had at start (the parts compile in parallel processes); XLA runs
+    pinned to one core."""
     text = case.text
-    ours_samples = []
+    ours = []
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as cache:
+        with tempfile.TemporaryDirectory() as cache, all_cores():
             os.environ["XDG_CACHE_HOME"] = cache
-            start = time.perf_counter()
-            compile_ours(text, case.name, options)
-            ours_samples.append(time.perf_counter() - start)
+            start, cpu = time.perf_counter(), time.process_time()
+            stats = compile_ours(text, case.name, options).stats
+            workers = stats.cpu.get("optimisation", 0.0) + stats.cpu.get("machine code", 0.0) \
+                if stats.processes > 1 else 0.0
+            ours.append((time.perf_counter() - start, time.process_time() - cpu + workers, stats))
     os.environ.pop("XDG_CACHE_HOME", None)
-    ours = statistics.median(ours_samples)
+    wall, cpu = statistics.median(o[0] for o in ours), statistics.median(o[1] for o in ours)
+    stats = sorted(ours, key=lambda o: o[0])[len(ours) // 2][2]
+    codegen = statistics.median(o[2].code_generation_wall for o in ours)
+    codegen_cpu = statistics.median(o[2].code_generation_cpu for o in ours)
+    critical = statistics.median(o[2].code_generation_critical_cpu for o in ours)
+    pipeline = statistics.median(o[2].wall.get("pipeline", 0.0) for o in ours)
     if xla is not None:
-        xla_samples = []
+        theirs = []
         for _ in range(runs):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             xla(text)
-            xla_samples.append(time.perf_counter() - start)
-        xla_t, label = statistics.median(xla_samples), "(same run)"
+            theirs.append((time.perf_counter() - start, time.process_time() - cpu_start))
+        xla_wall, xla_cpu = statistics.median(t[0] for t in theirs), statistics.median(t[1] for t in theirs)
+        label = "(same run)"
     else:
-        xla_t, label = case.manifest.get("xla_compile_ms", float("nan")) * 1e-3, "(manifest)"
-    return (f"{case.name:44s} ours {ours:7.2f} s [{min(ours_samples):.2f}-{max(ours_samples):.2f}]"
-            f"   xla {xla_t:7.2f} s {label}   ratio {xla_t / ours:6.2f}x")
+        xla_wall = xla_cpu = case.manifest.get("xla_compile_ms", float("nan")) * 1e-3
+        label = "(manifest)"
+    return (f"{case.name:40s} ours {wall:6.2f} s [{min(o[0] for o in ours):.2f}-{max(o[0] for o in ours):.2f}] "
+            f"cpu {cpu:6.2f} = pipeline {pipeline:5.2f} + codegen {codegen:5.2f} (cpu {codegen_cpu:5.2f}, "
+            f"critical path cpu {critical:5.2f}, {stats.processes} proc, {stats.kernels} kernels)   "
+            f"xla {xla_wall:6.2f} s cpu {xla_cpu:6.2f} {label}   "
+            f"ratio {xla_wall / wall:5.2f}x (cpu {xla_cpu / cpu:5.2f}x)"
+            f"   codegen ratio {xla_wall / codegen:5.2f}x (cpu {xla_cpu / codegen_cpu:5.2f}x, "
+            f"critical path {xla_cpu / critical:5.2f}x)")
+
+
+ALL_CORES = os.sched_getaffinity(0)   # before pin_to_one_core
+
+
+@contextmanager
+def all_cores():
+    """Run with every core the process started with (worker processes forked inside inherit it)."""
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, ALL_CORES)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
 
 
 def main() -> int:
@@ -205,9 +244,12 @@ def main() -> int:
     parser.add_argument("--no-xla", action="store_true", help="compare with the MANIFEST's figures only")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall time, or CPU time of this process (steadier on a loaded machine)")
+    parser.add_argument("--jobs", type=int, help="--compile: processes compiling our parts (default: every core)")
     args = parser.parse_args()
+    if args.compile:
+        start_workers(args.jobs)   # our compile processes, forked before jax starts its threads
     pin_to_one_core()
-    options = CodegenOptions(features=args.features) if args.features else CodegenOptions()
+    options = CodegenOptions(features=args.features, jobs=args.jobs)
     isa = reference_isa(args.features)
     if isa:   # XLA:CPU on the same instruction set (read when jax starts)
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_max_isa={isa}".strip()

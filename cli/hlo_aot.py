@@ -11,6 +11,7 @@ import llvmlite.binding as llvm
 from hlo.analysis.loading import load_module
 from hlo.codegen import CodegenOptions
 from hlo.codegen.aot import compile_aot, is_c_identifier
+from hlo.codegen.compile_report import CompileStats, ProgressBar
 from hlo.codegen.target import resolved_target
 from hlo_cli.common import UsageError, read_text, tool_main, version_option, write_atomic
 from hlo_cli.files import refuse_inputs
@@ -50,9 +51,11 @@ def default_name(prefix: str) -> str:
 @click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True,
               help="LLVM optimisation level.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before compiling.")
+@click.option("--time-compile", is_flag=True, help="Print the compile's phases and cache hits to stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar while compiling.")
 @tool_main
 def main(module_file: str, prefix: str, name: Optional[str], triple: Optional[str], cpu: Optional[str],
-         features: Optional[str], opt_level: int, verify: bool) -> None:
+         features: Optional[str], opt_level: int, verify: bool, time_compile: bool, quiet: bool) -> None:
     name = name or default_name(prefix)
     if not is_c_identifier(name):
         raise UsageError(f"--name {name!r} is not a C identifier")
@@ -62,9 +65,12 @@ def main(module_file: str, prefix: str, name: Optional[str], triple: Optional[st
     filename, text = read_text(module_file)
     module = load_module(text, filename, verify=verify)
     options = CodegenOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features)
-    artifacts = compile_aot(module, name, _checked_target(options))
+    stats = CompileStats()
+    artifacts = compile_aot(module, name, _checked_target(options), stats, None if quiet else ProgressBar())
     write_atomic(outputs[0], artifacts.object_code, (module_file,))
     write_atomic(outputs[1], artifacts.header, (module_file,))
+    if time_compile:
+        click.echo(stats.table(), err=True)
 
 
 def _checked_target(options: CodegenOptions) -> CodegenOptions:

@@ -85,14 +85,18 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
+@click.option("--time-compile", is_flag=True,
+              help="--backend cpu: print the compile's phases (pipeline, lowering, LLVM, loading) and cache hits.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar while compiling.")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], full: bool = False) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], time_compile: bool,
+         quiet: bool, full: bool = False) -> None:
     _check_backend(backend)
-    if threads is not None and backend != "cpu":
-        raise UsageError("--threads needs --backend cpu")
+    if (threads is not None or time_compile) and backend != "cpu":
+        raise UsageError("--threads and --time-compile need --backend cpu")
     name, text = read_text(module_file)
     module = load_module(text, name, verify=verify)
     if is_sharded(module):
@@ -109,7 +113,8 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
 
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
-                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads, full=full)
+                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads,
+                      time_compile, quiet, full=full)
         return
 
     plans = new_plans()
@@ -170,17 +175,21 @@ def _run_global(module: Module, module_file: str, inputs_file: Optional[str], in
 
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
                   output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
-                  protected: list, threads: Optional[int] = None, full: bool = False) -> None:
+                  protected: list, threads: Optional[int] = None, time_compile: bool = False,
+                  quiet: bool = False, full: bool = False) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
-    from hlo.codegen import CodegenOptions, JitExecutable  # lazy: llvmlite, only for --backend cpu
+    from hlo.codegen import CodegenOptions, JitExecutable, ProgressBar  # lazy: llvmlite, only for --backend cpu
     from hlo.codegen.profiling import format_profile  # lazy: with the line above
     if devices != 1:
         raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
                          f"{devices} devices")
     if outfeed_file or infeeds:
         raise UsageError("--infeed and --outfeed need --backend interpreter")
-    executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads)
+    executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads,
+                               progress=None if quiet else ProgressBar())
+    if time_compile:
+        click.echo(executable.stats.table(), err=True)
     args = per_device_args[0]
     start = time.perf_counter()
     leaves = executable.run(*args)

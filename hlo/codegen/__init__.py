@@ -1,8 +1,12 @@
 """The compiled CPU backend: HLO module -> LLVM IR -> native code (llvmlite).
 
-    lower_module(module, options, name) -> LoweredModule   (LLVM IR of the entry function)
-    create_target_machine(options); compile_object(lowered, options) -> bytes (ELF object)
+    lower_module(module, options, name) -> LoweredModule   (LLVM IR: the entry function, a
+        driver, and the kernels it calls, each a module of its own)
+    create_target_machine(options); compile_object(lowered, options) -> bytes (one ELF object)
     JitExecutable(module, options).run(*arrays, donate=False) -> list of numpy arrays
+
+Each kernel is compiled on its own at the optimisation level its work deserves, in parallel
+processes when there are many, and cached by its content (build.py).
 
 Entry ABI: void NAME(void** params, void** results, void* temp). params[i] points to
 entry parameter leaf i's dense buffer (tuple parameters flattened depth-first) in its
@@ -24,7 +28,9 @@ from .emitters import EMITTERS
 from .jit import JitExecutable
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
-from .target import compile_assembly, compile_object, create_target_machine
+from .build import compile_assembly, compile_object
+from .compile_report import CompileStats, ProgressBar
+from .target import create_target_machine
 
 __all__ = ["CodegenOptions", "LoweredModule", "lower_module", "create_target_machine", "compile_object",
-           "compile_assembly", "JitExecutable", "EMITTERS"]
+           "compile_assembly", "JitExecutable", "EMITTERS", "CompileStats", "ProgressBar"]

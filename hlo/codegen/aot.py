@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ..ir import Module
 from ..shapes import Shape, TypeKind
+from .build import compile_object
+from .compile_report import CompileStats, ProgressBar
 from .gemm import MAX_THREADS
 from .lapack_calls import link_comment
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
-from .target import compile_object
 
 __all__ = ["AotArtifacts", "compile_aot", "generate_header", "is_c_identifier", "c_element_type",
            "to_physical_bytes", "from_physical_bytes", "physical_dims", "layout_in_words"]
@@ -52,12 +54,15 @@ def is_c_identifier(name: str) -> bool:
     return bool(_IDENTIFIER.match(name))
 
 
-def compile_aot(module: Module, name: str, options: CodegenOptions = CodegenOptions()) -> AotArtifacts:
-    """Lower `module` to an object defining `name` plus the header describing it."""
+def compile_aot(module: Module, name: str, options: CodegenOptions = CodegenOptions(),
+                stats: Optional[CompileStats] = None, progress: Optional[ProgressBar] = None) -> AotArtifacts:
+    """Lower `module` to an object defining `name` plus the header describing it. stats, when
+    given, receives the compile's phases and counts; progress is drawn while parts compile."""
     if not is_c_identifier(name):
         raise ValueError(f"{name!r} is not a C identifier")
-    lowered = lower_module(module, options, name)
-    return AotArtifacts(compile_object(lowered, options), generate_header(lowered, name), lowered)
+    stats = stats if stats is not None else CompileStats()
+    lowered = lower_module(module, options, name, stats)
+    return AotArtifacts(compile_object(lowered, options, stats, progress), generate_header(lowered, name), lowered)
 
 
 # -- element types -------------------------------------------------------------------------------

@@ -284,7 +284,7 @@ def scratch_bytes(inst: Instruction) -> int:
 
 
 class ContractionEmitter:
-    """Emits planned contractions for kernels.EntryLowering."""
+    """Emits planned contractions for kernels.Lowering."""
 
     def __init__(self, lowering, gemm):
         self.low = lowering

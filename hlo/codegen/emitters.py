@@ -1,6 +1,6 @@
 """EMITTERS: the code generator of every opcode the backend compiles, and why it does not compile the rest.
 
-An emitter is `emit(lowering, inst)` (lowering: kernels.EntryLowering): it writes the
+An emitter is `emit(lowering, inst)` (lowering: kernels.Lowering): it writes the
 instruction's value into its buffers. Each is registered beside its definition
 (kernels.py, special_kernels.py); every op that has an element generator (elemental.py)
 and no emitter of its own is one loop nest over its output (kernels.emit_loop).

@@ -70,16 +70,6 @@ def tiling_for(scalar: ir.Type, target: RegisterFile) -> Tiling:
     return Tiling(scalar, lanes, mr=mr, nr=vectors * lanes, kc=KC, mc=MC // mr * mr, nc=NC)
 
 
-def vector_bits_of(features: str) -> int:
-    """The widest vector register the feature string enables (128 on any other target)."""
-    flags = set(features.split(","))
-    if "+avx512f" in flags:
-        return 512
-    if "+avx" in flags or "+avx2" in flags:
-        return 256
-    return 128
-
-
 class GemmLibrary:
     """The multiply functions of one LLVM module, emitted on first use per element type."""
 

@@ -1,10 +1,12 @@
-"""In-process execution: compile with MCJIT, run on numpy arrays, cache objects on disk.
+"""In-process execution: compile with MCJIT, run on numpy arrays, cache code on disk.
 
-Compiled objects are cached under $XDG_CACHE_HOME/hlo-toolchain (default
-~/.cache/hlo-toolchain), keyed by the sha256 of the module text, the options and the
-target (triple, cpu, features); a second JitExecutable of the same module loads the
-object instead of compiling (from_cache is True). The lowering's metadata (shapes,
-temp size) is cached beside the object.
+A module is compiled in parts (build.py): the driver and its kernels, each part's object
+cached by its content (object_cache.py), so a module that differs from a cached one in a
+few instructions compiles only the kernels that changed. The whole module's lowering (the
+parts' names and keys, shapes, temp size) is cached too, under $XDG_CACHE_HOME/hlo-toolchain
+(default ~/.cache/hlo-toolchain), keyed by the sha256 of the module text, the options, the
+target and the library's sources: a second JitExecutable of the same
+module loads the parts' objects without lowering it again (from_cache is True).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import hashlib
 import os
 import pickle
 import time
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Optional
 
@@ -25,17 +28,19 @@ from ..ir import Module
 from ..runtime import values_io
 from ..text.printer import format_module
 from .buffers import alias_leaves
+from .build import part_objects
+from .compile_report import CompileStats, ProgressBar
 from .lapack_calls import libraries_for
 from .lowering import lower_module
+from .object_cache import ObjectCache, part_key, write_atomically
 from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
 from .profiling import profile_counters, profile_rows
-from .target import create_target_machine, parse_and_optimize, resolved_target
+from .target import OutputKind, create_target_machine, resolved_target
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 
 
-@functools.lru_cache(maxsize=None)
 @functools.lru_cache(maxsize=None)
 def _compiler_fingerprint() -> str:
     """A hash of the library's sources and LLVM's version: compiled code depends on the code
@@ -56,59 +61,38 @@ def cache_key(module_text: str, options: CodegenOptions, name: str) -> str:
     return h.hexdigest()
 
 
-class _ObjectCache:
-    """llvmlite's object cache hooks, backed by one file per module key."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.hit = False
-
-    def notify(self, _module, data: bytes) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp%d" % os.getpid())
-            tmp.write_bytes(data)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time
-
-    def getbuffer(self, _module):
-        if self.path.exists():
-            self.hit = True
-            return self.path.read_bytes()
-        return None
-
-
 class JitExecutable:
     """A module compiled for the host; run(*arrays) returns the result leaves.
 
     threads: how many threads large multiplies may use (default: every core).
+    progress: a ProgressBar drawn while the parts compile (none by default).
+    stats: the compile's phases and counts (CompileStats).
     One executable has one temp buffer: calls of run() must not overlap (use one
     executable per Python thread)."""
 
     NAME = "hlo_entry"
 
-    def __init__(self, module: Module, options: CodegenOptions = CodegenOptions(), threads: Optional[int] = None):
+    def __init__(self, module: Module, options: CodegenOptions = CodegenOptions(), threads: Optional[int] = None,
+                 progress: Optional[ProgressBar] = None):
         start = time.perf_counter()
         self.options = options
-        text = format_module(module)
-        key = cache_key(text, options, self.NAME)
-        directory = cache_dir()
-        meta_path = directory / f"{key}.meta"
-        obj_path = directory / f"{key}.o"
-        lowered = self._cached_lowering(meta_path) if obj_path.exists() else None
-        if lowered is not None and getattr(lowered, "libraries", []) != libraries_for(module):
-            lowered = None   # compiled against another LAPACK than the one found now: compile again
-            obj_path.unlink(missing_ok=True)
-        self.from_cache = lowered is not None
-        if lowered is None:
-            lowered = lower_module(module, options, self.NAME)
+        self.stats = CompileStats()
+        meta_path = cache_dir() / f"{cache_key(format_module(module), options, self.NAME)}.meta"
+        cached = _load_cached(meta_path, libraries_for(module))
+        self.from_cache = self.stats.module_cache_hit = cached is not None
+        if cached is None:
+            lowered = lower_module(module, options, self.NAME, self.stats)
+            objects = part_objects(lowered, options, self.stats, progress)
+            _store_lowering(meta_path, lowered, options)
+        else:
+            lowered, objects = cached
+            self.stats.count_lowered(lowered)
+            self.stats.cache_hits = len(lowered.parts)
         self.lowered = lowered
-        self._engine, self._cache = self._build_engine(lowered, obj_path, self.from_cache)
-        address = self._engine.get_function_address(self.NAME)
+        with self.stats.phase("loading"):
+            self._engine = _load_engine(options, [objects[p.name] for p in lowered.parts], lowered.libraries)
+            address = self._engine.get_function_address(self.NAME)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
-        if not self.from_cache:
-            self._store_lowering(meta_path, lowered)
         self.compile_seconds = time.perf_counter() - start
         self.threads = threads if threads is not None else (os.cpu_count() or 1)
         self._set_threads(self.threads)
@@ -147,40 +131,6 @@ class JitExecutable:
         if count and hook:
             ctypes.c_int64.from_address(count).value = max(int(threads), 1)
             ctypes.c_void_p.from_address(hook).value = runner_address() if threads > 1 else None
-
-    @staticmethod
-    def _cached_lowering(path: Path):
-        try:
-            return pickle.loads(path.read_bytes())
-        except (OSError, pickle.PickleError, EOFError, AttributeError):
-            return None
-
-    @staticmethod
-    def _store_lowering(path: Path, lowered: LoweredModule) -> None:
-        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes,
-                             lowered.libraries, profile=lowered.profile)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp%d" % os.getpid())
-            tmp.write_bytes(pickle.dumps(slim))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-
-    def _build_engine(self, lowered: LoweredModule, obj_path: Path, cached: bool):
-        tm = create_target_machine(self.options, jit=True)
-        if cached:
-            ref = llvm.parse_assembly(_stub_ir(lowered.entry_name))
-        else:
-            ref, _ = parse_and_optimize(lowered.llvm_ir, self.options, jit=True)
-        for library in getattr(lowered, "libraries", ()):   # the symbols the code calls (LAPACK)
-            llvm.load_library_permanently(library)
-        engine = llvm.create_mcjit_compiler(ref, tm)
-        cache = _ObjectCache(obj_path)
-        engine.set_object_cache(cache.notify, cache.getbuffer)
-        engine.finalize_object()
-        engine.run_static_constructors()
-        return engine, cache
 
     def run(self, *arrays, donate: bool = False, reuse_results: bool = False) -> list[np.ndarray]:
         """The result leaves. With donate=True, an output aliased with a parameter
@@ -240,11 +190,6 @@ def _donatable(param: np.ndarray, given, result: np.ndarray) -> bool:
             and param.flags.writeable and param.dtype == result.dtype and param.shape == result.shape)
 
 
-def _stub_ir(name: str) -> str:
-    """A module with the entry's signature: MCJIT asks the object cache for its code."""
-    return f"define void @{name}(ptr %0, ptr %1, ptr %2) {{\n  ret void\n}}\n"
-
-
 def _leaves(value, shape) -> list:
     """The array leaves of one argument: a tuple parameter takes a tuple (or list) of its elements,
     depth-first; an array parameter takes an array, a list of numbers or a number."""
@@ -279,3 +224,44 @@ def _logical(array: np.ndarray, shape) -> np.ndarray:
     order = _physical_order(shape)
     inverse = [order.index(d) for d in range(shape.rank)]
     return np.ascontiguousarray(np.transpose(array, inverse))
+
+
+# --------------------------------------------------------------------------- loading and the module cache
+
+def _load_engine(options: CodegenOptions, objects: list[bytes], libraries: list[str]) -> llvm.ExecutionEngine:
+    """An MCJIT engine holding the parts' objects, linked to each other (and to the shared
+    libraries they call: LAPACK) and finalised."""
+    for library in libraries:
+        llvm.load_library_permanently(library)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), create_target_machine(options, jit=True))
+    for data in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+    engine.finalize_object()
+    engine.run_static_constructors()
+    return engine
+
+
+def _store_lowering(path: Path, lowered: LoweredModule, options: CodegenOptions) -> None:
+    """What a later executable of the same module needs besides the objects: the parts' keys."""
+    keys = [part_key(p, options, OutputKind.OBJECT, True) for p in lowered.parts]
+    slim = [dataclass_replace(p, llvm_ir="") for p in lowered.parts]
+    write_atomically(path, pickle.dumps((dataclass_replace(lowered, parts=slim), keys)))
+
+
+def _load_cached(path: Path, libraries: list[str]):
+    """(the lowered module without its IR text, {part name: object}) when every object is cached
+    and was compiled against the shared libraries found now."""
+    try:
+        lowered, keys = pickle.loads(path.read_bytes())
+    except (OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
+        return None
+    if lowered.libraries != libraries:
+        return None   # compiled against another LAPACK than the one found now: compile again
+    cache = ObjectCache()
+    objects = {}
+    for part, key in zip(lowered.parts, keys):
+        data = cache.get(key)
+        if data is None:
+            return None
+        objects[part.name] = data
+    return lowered, objects

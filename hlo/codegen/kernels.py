@@ -1,14 +1,13 @@
-"""Lowering of a module's entry computation to one LLVM function.
+"""The emitters of loop nests and control flow, and the Lowering they write through.
 
-    void NAME(void** params, void** results, void* temp)
-
-EntryLowering walks the entry computation and calls each instruction's emitter
-(EMITTERS, emitters.py). Each materialised instruction becomes one loop nest (over its
+An emitter (EMITTERS, emitters.py) writes one instruction through a `Lowering`: the
+driver (the entry function, driver.py) or one kernel function (kernel_function.py).
+Each materialised instruction becomes one loop nest (over its
 output, outermost dimension first in physical order so the innermost loop walks
 contiguous memory) computing its value element by element (elemental.py), fusions
 included: that is `emit_loop`, the emitter of every op with an element generator and
-no emitter of its own. while, conditional and call become basic blocks of the same
-function; tuples are compile-time groups of buffer pointers. Ops that are not
+no emitter of its own. while, conditional and call become basic blocks of the driver;
+tuples are compile-time groups of buffer pointers. Ops that are not
 elementwise in nature (sort, scatter, cholesky, triangular-solve, ...) have their own
 emitters in special_kernels.py; dot and convolution go through contraction.py.
 """
@@ -21,7 +20,7 @@ from ..diagnostics import error, written_name
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
-from . import contraction, float_mode, index_digits, scalar_ops
+from . import contraction, index_digits, scalar_ops
 # imported for their registrations (emitters, element generators, complex functions)
 from . import complex_math, dot_variants, fft_emitter, passthrough, rng_kernels, rounding, scan  # noqa: F401
 from .buffers import Assignment, Buffer, BufferKind, branch_computations, leaves_of, resolve
@@ -30,57 +29,37 @@ from .elemental import ELEMENT_GENERATORS, ElementalEmitter, dot_operand_indices
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor
 from .fused_buffers import fusion_scratch_bytes, materialize_fused
-from .gemm import GemmLibrary
-from .profiling import profiler_for
 from .special_kernels import emit_scatter
-from .target import RegisterFile
-from .types import I8, I64, PTR, constant_of, load_element, store_element
-
-VOID = ir.VoidType()
+from .types import I64, PTR, constant_of, load_element, store_element
 
 
-class EntryLowering:
-    def __init__(self, module: Module, assignment: Assignment, name: str,
-                 target: RegisterFile = RegisterFile(128, 16), flush_denormals: bool = False,
-                 profile: bool = False):
-        self.module = module
-        self.a = assignment
-        self.llmod = ir.Module(name=module.name)
-        self.fn = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=name)
-        for arg, arg_name in zip(self.fn.args, ("params", "results", "temp")):
-            arg.name = arg_name
-            arg.add_attribute("noalias")
-        self.ctx = FunctionContext(self.llmod, self.fn)
-        self.elem = ElementalEmitter(self.ctx, self.buffer_of)
-        self.pointers: dict[int, ir.Value] = {}
-        self.contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
-        self.float_mode = target.arch if flush_denormals else None
-        self.profiler = profiler_for(self, module, profile)
+class Lowering:
+    """What every emitter writes through: one LLVM function being emitted (ctx, b, fn, llmod),
+    the buffer assignment, and where each buffer is in that function (`pointer`).
+
+    Two kinds exist: the entry function, a driver that runs control flow and calls kernels
+    (driver.py), and one kernel in its own LLVM module whose buffers are its arguments
+    (kernel_function.py). Emitters do not know which one they write into."""
+
+    module: Module
+    a: Assignment
+    llmod: ir.Module
+    fn: ir.Function
+    ctx: FunctionContext
+    elem: ElementalEmitter
 
     @property
     def b(self) -> ir.IRBuilder:
         return self.ctx.b
 
+    @property
+    def contractions(self) -> ContractionEmitter:
+        raise NotImplementedError
+
     # -- pointers
     def pointer(self, buf: Buffer):
-        buf = resolve(buf)
-        found = self.pointers.get(id(buf))
-        if found is not None:
-            return found[1]
-        ab = self.ctx.alloca_builder
-        params, results, temp = self.fn.args
-        if buf.kind is BufferKind.PARAM:
-            slot = ab.gep(params, [const64(buf.number)], source_etype=PTR)
-            ptr = ab.load(slot, typ=PTR)
-        elif buf.kind is BufferKind.RESULT:
-            slot = ab.gep(results, [const64(buf.number)], source_etype=PTR)
-            ptr = ab.load(slot, typ=PTR)
-        elif buf.kind is BufferKind.CONSTANT:
-            ptr = self.elem.constant_global(buf.constant)
-        else:
-            ptr = ab.gep(temp, [const64(buf.offset)], source_etype=I8)
-        self.pointers[id(buf)] = (buf, ptr)  # keeps buf alive so that its id stays unique
-        return ptr
+        """The LLVM pointer to a buffer's memory in the function being emitted."""
+        raise NotImplementedError
 
     def pointer_of(self, inst: Instruction):
         """The buffer of a materialised array instruction."""
@@ -94,28 +73,14 @@ class EntryLowering:
             return None
         return self.pointer(value)
 
-    # -- driver
-    def lower(self) -> ir.Module:
-        saved = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
-        self.emit_computation(self.module.entry)
-        self._copy_results()
-        float_mode.leave(self.b, saved)
-        self.b.ret_void()
-        self.profiler.finish()
-        self.ctx.finish()
-        return self.llmod
-
+    # -- emission
     def emit_computation(self, comp: Computation) -> None:
         for inst in comp.post_order():
             with self.ctx.scope():
                 self.emit(inst)
 
     def emit(self, inst: Instruction) -> None:
-        emitter = EMITTERS.get(inst.opcode)
-        if emitter is None:
-            raise unsupported_error(inst)
-        with self.profiler.around(inst):
-            emitter(self, inst)
+        emit_instruction(self, inst)
 
     def emit_elemental(self, inst: Instruction, generator, value) -> None:
         """Store generator(index) into value's buffer(s) for every index of inst's output."""
@@ -153,45 +118,54 @@ class EntryLowering:
     def copy(self, dst: Buffer, src: Buffer, may_overlap: bool = False) -> None:
         if resolve(dst) is resolve(src):
             return
-        if src.shape.minor_to_major() == dst.shape.minor_to_major() and src.shape.dims == dst.shape.dims:
+        if same_layout(dst, src):
             size = src.shape.byte_size()
             if size:
                 intrinsic = "llvm.memmove" if may_overlap else "llvm.memcpy"
                 memcpy = self.llmod.declare_intrinsic(intrinsic, [PTR, PTR, I64])
                 self.b.call(memcpy, [self.pointer(dst), self.pointer(src), const64(size), ir.Constant(ir.IntType(1), 0)])
             return
+        self.copy_relayout(dst, src)
+
+    def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
+        """dst = src where their layouts differ: a loop nest over dst."""
         source = self.pointer(src)
         self.store_loop(dst.shape, self.pointer(dst), lambda index: load_element(self.b, source, src.shape, index))
 
-    def _copy_results(self) -> None:
-        for temp, param in self.a.result_stages:
-            self.copy(temp, param)
-        for j, src in self.a.result_copies:
-            # an aliased result may be the very parameter buffer it copies (memmove allows that)
-            self.copy(Buffer(src.shape, kind=BufferKind.RESULT, number=j), src, may_overlap=j in self.a.aliases)
+
+def same_layout(dst: Buffer, src: Buffer) -> bool:
+    return src.shape.minor_to_major() == dst.shape.minor_to_major() and src.shape.dims == dst.shape.dims
+
+
+def emit_instruction(low: Lowering, inst: Instruction) -> None:
+    """Run inst's emitter (EMITTERS) on `low`."""
+    emitter = EMITTERS.get(inst.opcode)
+    if emitter is None:
+        raise unsupported_error(inst)
+    emitter(low, inst)
 
 
 # --------------------------------------------------------------------------- loops over the output
 
 @EMITTERS.register(ops_with(Trait.NO_CODE))
-def emit_nothing(low: EntryLowering, inst: Instruction) -> None:
+def emit_nothing(low: Lowering, inst: Instruction) -> None:
     """Parameters, constants, tuples and get-tuple-element name buffers (buffers.py): no code."""
 
 
-def emit_loop(low: EntryLowering, inst: Instruction) -> None:
+def emit_loop(low: Lowering, inst: Instruction) -> None:
     """One loop nest over the output computing each element (elemental.py)."""
     low.emit_elemental(inst, lambda index: low.elem.compute(inst, index), low.a.values[id(inst)])
 
 
 @EMITTERS.register(Op.BITCAST)
-def emit_bitcast(low: EntryLowering, inst: Instruction) -> None:
+def emit_bitcast(low: Lowering, inst: Instruction) -> None:
     value = low.a.values[id(inst)]
     if resolve(value) is value:   # else a view of its operand's buffer: no code
         emit_loop(low, inst)
 
 
 @EMITTERS.register(Op.FUSION, scratch_bytes=fusion_scratch_bytes)
-def emit_fusion(low: EntryLowering, inst: Instruction) -> None:
+def emit_fusion(low: Lowering, inst: Instruction) -> None:
     body = inst.attrs["calls"]
     low.elem.bind_fusion(inst)
     materialize_fused(low, inst)
@@ -213,7 +187,7 @@ def emit_fusion(low: EntryLowering, inst: Instruction) -> None:
     low.emit_elemental(root, lambda index: low.elem.value(root, index), value)
 
 
-def _emit_multi_output(low: EntryLowering, root: Instruction, value) -> None:
+def _emit_multi_output(low: Lowering, root: Instruction, value) -> None:
     """A fusion with a tuple root: one loop nest for outputs of one shape, else one each."""
     outputs = list(zip(root.operands, leaves_of(value)))
     same = all(o.shape.dims == outputs[0][0].shape.dims for o, _ in outputs)
@@ -231,24 +205,24 @@ def _emit_multi_output(low: EntryLowering, root: Instruction, value) -> None:
 # --------------------------------------------------------------------------- reduce, dot, convolution
 
 @EMITTERS.register(Op.REDUCE)
-def emit_reduce(low: EntryLowering, inst: Instruction) -> None:
+def emit_reduce(low: Lowering, inst: Instruction) -> None:
     if not accumulate_in_output(low, inst, low.a.values[id(inst)]):
         emit_loop(low, inst)
 
 
 @EMITTERS.register(Op.DOT, scratch_bytes=contraction.scratch_bytes)
-def emit_dot(low: EntryLowering, inst: Instruction) -> None:
+def emit_dot(low: Lowering, inst: Instruction) -> None:
     if not low.contractions.emit_top_level(inst, low.a.values[id(inst)]):
         emit_reduce(low, inst)
 
 
 @EMITTERS.register(Op.CONVOLUTION, scratch_bytes=contraction.scratch_bytes)
-def emit_convolution(low: EntryLowering, inst: Instruction) -> None:
+def emit_convolution(low: Lowering, inst: Instruction) -> None:
     if not low.contractions.emit_top_level(inst, low.a.values[id(inst)]):
         emit_loop(low, inst)
 
 
-def accumulate_in_output(low: EntryLowering, inst: Instruction, value) -> bool:
+def accumulate_in_output(low: Lowering, inst: Instruction, value) -> bool:
     """Reduce / dot whose output's minor dimension is contiguous in the input: loop over
     the input with that dimension innermost and accumulate into the output buffer,
     which vectorises without reassociating. False when the shape does not suit."""
@@ -259,7 +233,7 @@ def accumulate_in_output(low: EntryLowering, inst: Instruction, value) -> bool:
     return False
 
 
-def _reduce_into_output(low: EntryLowering, inst: Instruction, value) -> bool:
+def _reduce_into_output(low: Lowering, inst: Instruction, value) -> bool:
     b, elem = low.b, low.elem
     n = len(inst.operands) // 2
     inputs, inits = inst.operands[:n], inst.operands[n:]
@@ -280,7 +254,7 @@ def _reduce_into_output(low: EntryLowering, inst: Instruction, value) -> bool:
     return True
 
 
-def _dot_into_output(low: EntryLowering, inst: Instruction, value) -> bool:
+def _dot_into_output(low: Lowering, inst: Instruction, value) -> bool:
     b, elem = low.b, low.elem
     t = inst.shape.element_type
     if not isinstance(value, Buffer) or t.name not in ("f32", "f64") or inst.shape.rank == 0:
@@ -320,14 +294,14 @@ def _dot_into_output(low: EntryLowering, inst: Instruction, value) -> bool:
 # --------------------------------------------------------------------------- in-place updates
 
 @EMITTERS.register(Op.DYNAMIC_UPDATE_SLICE)
-def emit_dynamic_update_slice(low: EntryLowering, inst: Instruction) -> None:
+def emit_dynamic_update_slice(low: Lowering, inst: Instruction) -> None:
     if id(inst) in low.a.in_place:
         update_in_place(low, inst, low.a.values[id(inst)])
     else:
         emit_loop(low, inst)
 
 
-def update_in_place(low: EntryLowering, dus: Instruction, buf: Buffer) -> None:
+def update_in_place(low: Lowering, dus: Instruction, buf: Buffer) -> None:
     """Write only the update window of a dynamic-update-slice into the operand's buffer."""
     operand, update = dus.operands[:2]
     starts = low.elem.start_indices(dus, 2, operand.shape, update.shape.dims)
@@ -342,12 +316,12 @@ def update_in_place(low: EntryLowering, dus: Instruction, buf: Buffer) -> None:
 # --------------------------------------------------------------------------- control flow
 
 @EMITTERS.register(Op.CALL)
-def emit_call(low: EntryLowering, inst: Instruction) -> None:
+def emit_call(low: Lowering, inst: Instruction) -> None:
     low.emit_computation(inst.attrs["to_apply"])
 
 
 @EMITTERS.register(Op.WHILE)
-def emit_while(low: EntryLowering, inst: Instruction) -> None:
+def emit_while(low: Lowering, inst: Instruction) -> None:
     b = low.b
     state = leaves_of(low.a.values[id(inst)])
     for dst, src in zip(state, leaves_of(low.a.values[id(inst.operands[0])])):
@@ -375,7 +349,7 @@ def emit_while(low: EntryLowering, inst: Instruction) -> None:
 
 
 @EMITTERS.register(Op.CONDITIONAL)
-def emit_conditional(low: EntryLowering, inst: Instruction) -> None:
+def emit_conditional(low: Lowering, inst: Instruction) -> None:
     b = low.b
     branches = branch_computations(inst)
     selector = low.load_scalar(inst.operands[0])

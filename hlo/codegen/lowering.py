@@ -1,4 +1,4 @@
-"""lower_module(): pipeline, checks, buffer assignment and entry lowering, in that order."""
+"""lower_module(): pipeline, checks, buffer assignment, then the driver and its kernels, in that order."""
 from __future__ import annotations
 
 from ..ir import Module
@@ -7,8 +7,9 @@ from ..passes.pipelines import pipeline_text
 from ..text.parser import parse_module
 from ..text.printer import format_module
 from .buffers import assign_buffers
+from .compile_report import CompileStats
+from .driver import DriverLowering
 from .emitters import expander_passes
-from .kernels import EntryLowering
 from .lapack_calls import libraries_for
 from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
 from .options import CodegenOptions, LoweredModule
@@ -16,9 +17,17 @@ from .target import register_file
 from .types import check_shape_supported
 
 
-def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), name: str = "hlo_entry") -> LoweredModule:
-    """Lower a module (not modified: the pipeline runs on a copy) to LLVM IR."""
-    return lower(module, options, name)
+def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), name: str = "hlo_entry",
+                 stats: CompileStats | None = None) -> LoweredModule:
+    """Lower a module (not modified: the pipeline runs on a copy) to LLVM IR: the driver and its kernels.
+    stats, when given, receives the seconds of the pipeline and of the lowering."""
+    stats = stats if stats is not None else CompileStats()
+    with stats.phase("pipeline"):
+        prepared = prepare(module, options)
+    with stats.phase("lowering"):
+        lowered = lower(prepared, options, name)
+    stats.count_lowered(lowered)
+    return lowered
 
 
 def prepare(module: Module, options: CodegenOptions) -> Module:
@@ -48,15 +57,15 @@ def _keep_locations(original: Module, copy: Module) -> None:
                 inst.loc = src.loc
 
 
-def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
-    prepared = prepare(module, options)
+def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule:
+    """The driver and kernels of a prepared module."""
     for comp in prepared.computations:
         for inst in comp.instructions:
             if inst.shape is not None:
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
-    lowering = EntryLowering(prepared, assignment, name, register_file(options), options.flush_denormals,
-                             profile=options.profile)
-    llmod = lowering.lower()
-    return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
-                         assignment.temp_bytes, libraries_for(prepared), profile=list(lowering.profiler.entries))
+    driver = DriverLowering(prepared, assignment, name, register_file(options), options.opt_level,
+                            flush_denormals=options.flush_denormals, profile=options.profile)
+    parts = driver.lower()
+    return LoweredModule(name, parts, list(assignment.params), list(assignment.results), assignment.temp_bytes,
+                         libraries_for(prepared), driver.inline, driver.calls, profile=list(driver.profiler.entries))

@@ -122,7 +122,7 @@ def _computing(inst: Instruction) -> Instruction:
 # --------------------------------------------------------------------------- instrumentation
 
 class Profiler:
-    """Adds the timing code around each instruction's code (kernels.EntryLowering.emit)."""
+    """Adds the timing code around each instruction's code (driver.DriverLowering.emit)."""
 
     def __init__(self, lowering, module: Module):
         self.low = lowering

@@ -3,7 +3,7 @@ select-and-scatter, cholesky and triangular-solve (the LAPACK custom-calls JAX e
 lapack_calls.py, which registers them in CUSTOM_CALLS).
 
 Each is registered in EMITTERS (emitters.py) as `emit(lowering, inst)` (lowering:
-kernels.EntryLowering); sorts register the scratch memory they need (two index arrays).
+kernels.Lowering); sorts register the scratch memory they need (two index arrays).
 CUSTOM_CALLS maps a custom-call target to its emitter in the same form.
 """
 from __future__ import annotations

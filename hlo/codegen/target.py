@@ -1,21 +1,26 @@
-"""Target machines, the LLVM optimisation pipeline, and object or assembly output.
+"""Target machines, the LLVM optimisation pipeline, and compiling one part to bytes.
 
 The host target uses llvm.get_host_cpu_name()/get_host_cpu_features(); the feature
 string gets `-prefer-256-bit` so that LLVM may use full 512-bit vectors where the
 CPU has them (otherwise it keeps 256-bit vectors). Optimisation runs the new pass
 manager at the requested speed level with loop and SLP vectorisation switched on
-(llvmlite's defaults are speed level 2 with SLP off). llvm.initialize() must not
+(llvmlite's defaults are speed level 2 with SLP off), or off for scalar parts. llvm.initialize() must not
 be called with llvmlite 0.50: it raises.
+
+A module is compiled in parts (the driver, each kernel): `compile_part` parses one part,
+optimises it at the part's own level and emits an object or optimised bitcode; the
+compile pool (compile_pool.py) runs it in worker processes.
 """
 from __future__ import annotations
 
 import functools
+import os
 import re
+import time
 from dataclasses import dataclass
+from typing import Optional
 
 import llvmlite.binding as llvm
-
-from .options import CodegenOptions, LoweredModule
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,11 +58,15 @@ def resolved_target(options) -> tuple[str, str, str]:
 
 
 def create_target_machine(options, jit: bool = False) -> llvm.TargetMachine:
+    """A new target machine (an execution engine takes ownership of the one it is given)."""
     triple, cpu, features = resolved_target(options)
+    return _new_target_machine(triple, cpu, features, options.opt_level, jit)
+
+
+def _new_target_machine(triple: str, cpu: str, features: str, opt_level: int, jit: bool) -> llvm.TargetMachine:
     target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features, opt=min(max(options.opt_level, 0), 3),
-                                        reloc="pic" if not jit else "default", codemodel="jitdefault",
-                                        jit=jit)
+    return target.create_target_machine(cpu=cpu, features=features, opt=min(max(opt_level, 0), 3),
+                                        reloc="pic" if not jit else "default", codemodel="jitdefault", jit=jit)
 
 
 @dataclass(frozen=True)
@@ -109,38 +118,70 @@ def _register_file(triple: str, cpu: str, features: str) -> RegisterFile:
 UNROLL_IR_LIMIT = 100_000
 
 
-def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True) -> None:
-    """Run the O<opt_level> module pipeline with loop and SLP vectorisation."""
+class OutputKind:
+    """What compiling one part produces: a relocatable object, or optimised bitcode to link."""
+    OBJECT = "object"
+    BITCODE = "bitcode"
+
+
+def optimize(module_ref: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int, unroll: bool = True,
+             vectorize: bool = True) -> None:
+    """Run the O<opt_level> module pipeline, with loop and SLP vectorisation and unrolling unless
+    vectorize is False (scalar loops: a third less time at O1)."""
     if opt_level <= 0:
         return
     pto = llvm.PipelineTuningOptions(speed_level=min(opt_level, 3))
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = unroll
-    pto.loop_interleaving = True
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_unrolling = unroll and vectorize
+    pto.loop_interleaving = vectorize
     pb = llvm.PassBuilder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(module_ref, pb)
 
 
-def parse_and_optimize(llvm_ir: str, options, jit: bool = False) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
-    tm = create_target_machine(options, jit=jit)
+def parse_for_target(llvm_ir: str, options, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     triple, _, _ = resolved_target(options)
     ref = llvm.parse_assembly(llvm_ir)
     ref.triple = triple
     ref.data_layout = str(tm.target_data)
     ref.verify()
-    optimize(ref, tm, options.opt_level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT)
+    return ref
+
+
+def parse_and_optimize(llvm_ir: str, options, jit: bool = False, opt_level: Optional[int] = None,
+                       vectorize: bool = True) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
+    """The parsed, verified module optimised at opt_level (default: the options' level)."""
+    level = options.opt_level if opt_level is None else opt_level
+    tm = target_machine(options, jit, level)
+    ref = parse_for_target(llvm_ir, options, tm)
+    optimize(ref, tm, level, unroll=len(llvm_ir) < UNROLL_IR_LIMIT, vectorize=vectorize)
     return ref, tm
 
 
-def compile_object(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> bytes:
-    """An object file for the options' target (host by default)."""
-    ref, tm = parse_and_optimize(lowered.llvm_ir, options)
-    return tm.emit_object(ref)
+_target_machine = functools.lru_cache(maxsize=64)(_new_target_machine)
 
 
-def compile_assembly(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> str:
-    """The optimised code as target assembly text."""
-    ref, tm = parse_and_optimize(lowered.llvm_ir, options)
-    return tm.emit_assembly(ref)
+def target_machine(options, jit: bool, opt_level: int) -> llvm.TargetMachine:
+    """A target machine for the options' target generating code at opt_level (kept per process)."""
+    triple, cpu, features = resolved_target(options)
+    return _target_machine(triple, cpu, features, opt_level, jit)
+
+
+@dataclass
+class PartResult:
+    """One compiled part: its bytes, the CPU seconds of each step, and the process that compiled it."""
+    name: str
+    data: bytes
+    optimise_seconds: float
+    machine_code_seconds: float
+    process: int = 0
+
+
+def compile_part(part, options, kind: str, jit: bool) -> PartResult:
+    """Parse, optimise as the part asks (options.Part: level, vectorisation) and emit one part."""
+    start = time.process_time()
+    ref, tm = parse_and_optimize(part.llvm_ir, options, jit, part.opt_level, part.vectorize)
+    optimised = time.process_time()
+    data = tm.emit_object(ref) if kind == OutputKind.OBJECT else ref.as_bitcode()
+    return PartResult(part.name, data, optimised - start, time.process_time() - optimised, os.getpid())

