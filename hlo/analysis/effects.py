@@ -32,7 +32,8 @@ def computation_has_side_effect(comp: Computation) -> bool:
 
 def is_control_predecessor(inst: Instruction) -> bool:
     """Some instruction of the same computation must run after `inst`."""
-    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
+    parent = inst.parent
+    return parent is not None and any(successor.parent is parent for successor in inst.control_successors)
 
 
 def has_control_dependencies(inst: Instruction) -> bool:
