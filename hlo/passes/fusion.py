@@ -32,12 +32,13 @@ contains a reduce or reduce-window (a reduction fusion), kLoop otherwise.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from ..opcodes import OPCODES, Op, Trait, has_trait
+from ..opcodes import OPCODES, Op, Trait, has_trait, ops_with
 from .analysis import reachable_computations
 from .base import Pass, register
+from .instruction_order import InstructionOrder
 
 # Which ops fuse, are heroes, are cheap or expensive: the table's traits (LOOP_FUSIBLE,
 # OUTPUT_FUSION_HERO, REDUCTION_FUSION_HERO, CHEAP, EXPENSIVE, EXPENSIVE_IF_COMPLEX, DIVISION,
@@ -45,6 +46,17 @@ from .base import Pass, register
 MAX_REDUCTIONS_IN_FUSION = 5     # XLA:CPU's kMaxReductionsInFusion
 MAX_CONCATENATE_OPERANDS = 8     # XLA:CPU's kMaxConcatenateArguments
 FUSIBLE_KINDS = ("kLoop", "kInput", "kOutput")
+
+# The traits fusion asks about for every instruction it looks at, as sets of opcodes
+# (a set lookup is much cheaper than combining trait flags).
+_OUTPUT_HEROES = ops_with(Trait.OUTPUT_FUSION_HERO)
+_REDUCTION_HEROES = ops_with(Trait.REDUCTION_FUSION_HERO)
+_LOOP_FUSIBLE = ops_with(Trait.LOOP_FUSIBLE)
+_EXPENSIVE_IF_COMPLEX = ops_with(Trait.EXPENSIVE_IF_COMPLEX)
+_DIVISIONS = ops_with(Trait.DIVISION)
+_EXPENSIVE = ops_with(Trait.EXPENSIVE)
+_CHEAP = ops_with(Trait.CHEAP)
+_REUSES_OPERANDS = ops_with(Trait.READS_OPERAND_ELEMENTS_REPEATEDLY)
 
 
 @register
@@ -92,25 +104,26 @@ def is_loop_fusible(inst: Instruction) -> bool:
     info = OPCODES.get(inst.opcode)
     if info is None or info.side_effect:
         return False
-    return info.is_elementwise or info.has(Trait.LOOP_FUSIBLE)
+    return info.is_elementwise or inst.opcode in _LOOP_FUSIBLE
 
 
 def is_expensive(inst: Instruction) -> bool:
     """XLA:CPU's cost model: work we would rather not do twice."""
     if inst.opcode == Op.FUSION:
         return any(is_expensive(i) for i in fused_instructions(inst))
-    info = OPCODES.get(inst.opcode)
+    opcode = inst.opcode
+    info = OPCODES.get(opcode)
     if info is None:
         return True
-    if info.has(Trait.EXPENSIVE_IF_COMPLEX):
+    if opcode in _EXPENSIVE_IF_COMPLEX:
         return inst.shape.element_type.is_complex
-    if info.has(Trait.DIVISION):
+    if opcode in _DIVISIONS:
         return not inst.shape.element_type.is_integral or not _is_constant_scalar_like(inst.operands[1])
-    if inst.opcode == Op.CONVERT:
+    if opcode == Op.CONVERT:
         return inst.shape.element_type.name == "bf16" and inst.operands[0].shape.element_type.name == "f32"
     if info.is_elementwise:
-        return info.transcendental or info.has(Trait.EXPENSIVE) or info.side_effect
-    return not info.has(Trait.CHEAP)
+        return info.transcendental or opcode in _EXPENSIVE or info.side_effect
+    return opcode not in _CHEAP
 
 
 def _is_constant_scalar_like(inst: Instruction) -> bool:
@@ -131,7 +144,7 @@ def op_reuses_operand(inst: Instruction, index: int) -> bool:
     operand = inst.operands[index]
     if inst.opcode == Op.BROADCAST:
         return inst.shape.element_count() > operand.shape.element_count()
-    if has_trait(inst.opcode, Trait.READS_OPERAND_ELEMENTS_REPEATEDLY):
+    if inst.opcode in _REUSES_OPERANDS:
         return True
     if inst.opcode == Op.GATHER:
         return index == 0
@@ -184,16 +197,55 @@ def _parameter(body: Computation, number: int) -> Instruction:
     raise KeyError(number)
 
 
-def _count(insts, trait: Trait) -> int:
-    return sum(1 for i in insts if has_trait(i.opcode, trait))
+class BodyFacts(NamedTuple):
+    """What fusion decisions ask about the instructions a fusion stands for (parameters aside);
+    every field adds up when two fusions merge."""
+    output_heroes: int            # dots and convolutions
+    reductions: int               # reduces and reduce-windows
+    outside_epilogue: int         # instructions that cannot be part of a dot's epilogue
+    expensive: int                # instructions expensive whatever their operands (see is_expensive)
+    integer_divisions: int        # expensive unless their divisor is a constant, which fusing can change
+
+
+def _is_integer_division(inst: Instruction) -> bool:
+    return inst.opcode in _DIVISIONS and inst.shape.element_type.is_integral
+
+
+def instruction_facts(inst: Instruction) -> BodyFacts:
+    opcode = inst.opcode
+    division = _is_integer_division(inst)
+    return BodyFacts(int(opcode in _OUTPUT_HEROES), int(opcode in _REDUCTION_HEROES), int(not _fits_an_epilogue(inst)),
+                     int(not division and is_expensive(inst)), int(division))
+
+
+def body_facts(body: Computation) -> BodyFacts:
+    heroes = reductions = outside = expensive = divisions = 0
+    for inst in body.instructions:
+        if inst.opcode == Op.PARAMETER:
+            continue
+        facts = instruction_facts(inst)
+        heroes += facts.output_heroes
+        reductions += facts.reductions
+        outside += facts.outside_epilogue
+        expensive += facts.expensive
+        divisions += facts.integer_divisions
+    return BodyFacts(heroes, reductions, outside, expensive, divisions)
+
+
+def merged_facts(a: BodyFacts, b: BodyFacts) -> BodyFacts:
+    return BodyFacts(*(x + y for x, y in zip(a, b)))
+
+
+def kind_of(facts: BodyFacts) -> str:
+    if facts.output_heroes:
+        return "kOutput"
+    if facts.reductions:
+        return "kInput"
+    return "kLoop"
 
 
 def fusion_kind(body: Computation) -> str:
-    if _count(body.instructions, Trait.OUTPUT_FUSION_HERO):
-        return "kOutput"
-    if _count(body.instructions, Trait.REDUCTION_FUSION_HERO):
-        return "kInput"
-    return "kLoop"
+    return kind_of(body_facts(body))
 
 
 def effectively_at_most_unary(inst: Instruction) -> bool:
@@ -224,7 +276,12 @@ def _fits_an_epilogue(inst: Instruction) -> bool:
 # --------------------------------------------------------------------------- the fuser
 
 class ComputationFuser:
-    """Fuses one computation, XLA style: a reverse-post-order queue of consumers."""
+    """Fuses one computation, XLA style: a reverse-post-order queue of consumers.
+
+    What decisions ask about a fusion (BodyFacts, its parameters by number) is cached per
+    fused computation and updated when a fusion into it changes it, so that a decision
+    costs the same whatever the size of the fusions involved.
+    """
 
     def __init__(self, module: Module, comp: Computation, names: NameUniquer):
         self.module = module
@@ -232,14 +289,22 @@ class ComputationFuser:
         self.names = names
         self.queue: list[Optional[Instruction]] = []
         self.position: dict[int, int] = {}
-        self.bodies: list[Computation] = []
+        self.bodies: dict[int, Computation] = {}        # fused computations changed here, by id
+        self.new_bodies: list[Computation] = []         # made here; placed before comp at the end
+        self.dropped: set[int] = set()                  # ids of fused computations merged away
+        # Caches keyed by id (each value holds its key object, so that no id is reused while cached):
+        self.facts: dict[int, tuple] = {}          # id(instruction or body) -> (it, BodyFacts)
+        self.params: dict[int, tuple] = {}         # id(body) -> (body, parameters by number)
+        self.hero_params: dict[int, tuple] = {}    # id(body) -> (body, numbers of parameters a dot reads)
+        self.orders: dict[int, tuple] = {}         # id(body) -> (body, InstructionOrder) while fusion edits it
         self.pinned = {id(i) for i in comp.instructions if i.control_predecessors}
         self.pinned |= {id(p) for i in comp.instructions for p in i.control_predecessors}
 
     def run(self) -> bool:
         order = self.comp.post_order()
         for inst in order:
-            self._enqueue(inst)
+            if self._may_take_part(inst):
+                self._enqueue(inst)
         do_not_duplicate = self._globally_unfusible(order)
         changed = False
         while self.queue:
@@ -262,12 +327,32 @@ class ComputationFuser:
                     if producer.opcode == Op.FUSION:
                         self._drop_computation(fused_body(producer))
                 break
-        for body in self.bodies:
+        self._place_computations()
+        for body in self.bodies.values():
+            body.instructions = self._ordered(body)
             _parameters_first(body)
             self._name_parameters(body)
         return changed
 
+    def _place_computations(self) -> None:
+        """New fused computations go right before the computation they were made in; merged ones go."""
+        new = [body for body in self.new_bodies if id(body) not in self.dropped]
+        if not new and not self.dropped:
+            return
+        placed = []
+        for comp in self.module.computations:
+            if comp is self.comp:
+                placed.extend(new)
+            if id(comp) not in self.dropped:
+                placed.append(comp)
+        self.module.computations = placed
+
     # -- queue
+    def _may_take_part(self, inst: Instruction) -> bool:
+        """Whether `inst` could ever be fused, as a consumer or a producer (parameters, tuples,
+        custom-calls ... never are: they stay out of the queue)."""
+        return self._can_consume(inst) or (inst is not self.comp.root and self._can_produce(inst))
+
     def _enqueue(self, inst: Instruction) -> None:
         self.position[id(inst)] = len(self.queue)
         self.queue.append(inst)
@@ -282,75 +367,139 @@ class ComputationFuser:
         indices = [i for i, op in enumerate(consumer.operands) if id(op) in self.position]
         return sorted(indices, key=lambda i: -self.position[id(consumer.operands[i])])
 
+    # -- the order of the fused computations being edited
+    def _order(self, body: Computation) -> InstructionOrder:
+        cached = self.orders.get(id(body))
+        if cached is None:
+            cached = self.orders[id(body)] = (body, InstructionOrder(body.instructions))
+        return cached[1]
+
+    def _ordered(self, body: Computation) -> list[Instruction]:
+        cached = self.orders.get(id(body))
+        return cached[1].instructions() if cached is not None else body.instructions
+
+    def _add_to_body(self, body: Computation, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
+        self._order(body).insert(inst, before)
+        return body.add(inst)  # the computation's own list is put in order at the end
+
+    def _remove_from_body(self, body: Computation, inst: Instruction) -> None:
+        self._order(body).remove(inst)
+        body.remove(inst)
+
+    # -- cached facts
+    def _facts(self, inst: Instruction) -> BodyFacts:
+        key = fused_body(inst) if inst.opcode == Op.FUSION else inst
+        cached = self.facts.get(id(key))
+        if cached is None:
+            facts = body_facts(key) if key is not inst else instruction_facts(inst)
+            cached = self.facts[id(key)] = (key, facts)
+        return cached[1]
+
+    def _set_facts(self, body: Computation, facts: BodyFacts) -> None:
+        self.facts[id(body)] = (body, facts)
+        self.hero_params.pop(id(body), None)
+
+    @staticmethod
+    def _expensive(inst: Instruction, facts: BodyFacts) -> bool:
+        """is_expensive(inst), from its facts (integer divisions are looked at again)."""
+        if facts.expensive:
+            return True
+        if not facts.integer_divisions:
+            return False
+        if inst.opcode != Op.FUSION:
+            return is_expensive(inst)
+        return any(_is_integer_division(i) and is_expensive(i) for i in fused_body(inst).instructions)
+
+    def _parameters(self, body: Computation) -> list[Instruction]:
+        cached = self.params.get(id(body))
+        if cached is None:
+            cached = self.params[id(body)] = (body, body.parameters)
+        return cached[1]
+
+    def _hero_parameters(self, body: Computation) -> tuple[int, ...]:
+        """Numbers of the body's parameters that a dot or convolution reads."""
+        cached = self.hero_params.get(id(body))
+        if cached is None:
+            numbers = ()
+            if self._facts_of_body(body).output_heroes:
+                numbers = tuple(i for i, p in enumerate(self._parameters(body))
+                                if any(u.opcode in _OUTPUT_HEROES for u in p.users))
+            cached = self.hero_params[id(body)] = (body, numbers)
+        return cached[1]
+
+    def _facts_of_body(self, body: Computation) -> BodyFacts:
+        cached = self.facts.get(id(body))
+        if cached is None:
+            cached = self.facts[id(body)] = (body, body_facts(body))
+        return cached[1]
+
     # -- decisions
     def _pinned(self, inst: Instruction) -> bool:
         """Instructions whose place in the program is fixed by control dependencies."""
         return id(inst) in self.pinned
 
     def _can_consume(self, inst: Instruction) -> bool:
-        if self._pinned(inst):
+        if id(inst) in self.pinned:
             return False
         if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
         return is_loop_fusible(inst) or inst.opcode == Op.REDUCE_WINDOW
 
     def _can_produce(self, inst: Instruction) -> bool:
-        if inst is self.comp.root or self._pinned(inst):
+        if inst is self.comp.root or id(inst) in self.pinned:
             return False
         if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
         if inst.opcode == Op.CONSTANT:
             return is_effective_scalar(inst)
-        return (is_loop_fusible(inst) or has_trait(inst.opcode, Trait.OUTPUT_FUSION_HERO)
-                or inst.opcode == Op.REDUCE_WINDOW)
+        return is_loop_fusible(inst) or inst.opcode in _OUTPUT_HEROES or inst.opcode == Op.REDUCE_WINDOW
 
     def should_fuse(self, consumer: Instruction, index: int, may_duplicate_expensive: bool = False) -> bool:
+        # The checks are pure; the cheapest come first.
         producer = consumer.operands[index]
         if not self._can_produce(producer) or not self._can_consume(consumer):
             return False
         if producer.opcode == Op.CONSTANT:
             # Fuse scalar constants, but never make a fusion of just a constant and one op.
             return consumer.opcode == Op.FUSION
+        produced = self._facts(producer)
+        if produced.output_heroes:
+            return not self._feeds_output_hero(consumer, producer) and self._can_output_fuse(producer, consumer)
+        expensive = self._expensive(producer, produced)
+        if expensive and not may_duplicate_expensive and producer.users.count(consumer) != len(producer.users) \
+                and not is_always_duplicable(producer):
+            return False
         if self._feeds_output_hero(consumer, producer):
             return False
-        produced = fused_instructions(producer)
-        consumed = fused_instructions(consumer)
-        if _count(produced, Trait.OUTPUT_FUSION_HERO):
-            return self._can_output_fuse(producer, consumer)
-        if _count(consumed, Trait.OUTPUT_FUSION_HERO) and _count(produced, Trait.REDUCTION_FUSION_HERO):
+        consumed = self._facts(consumer)
+        if consumed.output_heroes and produced.reductions:
             return False
-        duplicates = any(user is not consumer for user in producer.users)
-        if duplicates and is_expensive(producer) and not is_always_duplicable(producer) \
-                and not may_duplicate_expensive:
+        if expensive and self._reuses_operand_elements(consumer, index):
             return False
-        if is_expensive(producer) and reuses_operand_elements(consumer, index):
+        if produced.reductions + consumed.reductions > MAX_REDUCTIONS_IN_FUSION:
             return False
-        reductions = _count(produced, Trait.REDUCTION_FUSION_HERO) + _count(consumed, Trait.REDUCTION_FUSION_HERO)
-        if reductions > MAX_REDUCTIONS_IN_FUSION:
-            return False
-        return not any(_inefficient_concatenate(i) for i in (producer, consumer))
+        return not (_inefficient_concatenate(producer) or _inefficient_concatenate(consumer))
+
+    def _reuses_operand_elements(self, consumer: Instruction, index: int) -> bool:
+        if consumer.opcode != Op.FUSION:
+            return op_reuses_operand(consumer, index)
+        return _read_at(self._parameters(fused_body(consumer))[index], {}) is REUSED
 
     def _can_output_fuse(self, producer: Instruction, consumer: Instruction) -> bool:
         """A dot/convolution (fusion) with one use fuses into the elementwise epilogue consuming it."""
         if len(producer.users) != 1 or consumer.operands.count(producer) != 1:
             return False
-        consumed = fused_instructions(consumer)
-        if _count(consumed, Trait.OUTPUT_FUSION_HERO | Trait.REDUCTION_FUSION_HERO):
+        consumed = self._facts(consumer)
+        if consumed.output_heroes or consumed.reductions or consumed.outside_epilogue:
             return False
-        epilogue_ok = all(_fits_an_epilogue(i) for i in consumed)
-        return epilogue_ok and _elements(consumer.shape) == _elements(producer.shape)
+        return _elements(consumer.shape) == _elements(producer.shape)
 
     def _feeds_output_hero(self, consumer: Instruction, producer: Instruction) -> bool:
         """Dots and convolutions call library kernels: their operands stay materialised."""
         if consumer.opcode != Op.FUSION:
             return False
-        body = fused_body(consumer)
-        for index, op in enumerate(consumer.operands):
-            if op is not producer:
-                continue
-            if any(has_trait(u.opcode, Trait.OUTPUT_FUSION_HERO) for u in _parameter(body, index).users):
-                return True
-        return False
+        operands = consumer.operands
+        return any(operands[number] is producer for number in self._hero_parameters(fused_body(consumer)))
 
     def _globally_unfusible(self, order: list[Instruction]) -> set[int]:
         """Producers reading more than they write, fusible only if every user can take them."""
@@ -373,28 +522,33 @@ class ComputationFuser:
         """Fuse `producer` into `consumer` (wrapped into a new fusion first if needed)."""
         fusion = consumer if consumer.opcode == Op.FUSION else self._wrap(consumer)
         body = fused_body(fusion)
-        if body not in self.bodies:
-            self.bodies.append(body)
-        duplicated = any(user is not fusion for user in producer.users)
+        self.bodies[id(body)] = body
+        produced, consumed = self._facts(producer), self._facts(fusion)
+        duplicated = producer.users.count(fusion) != len(producer.users)
+        params = self._parameters(body)
         slots = [i for i, op in enumerate(fusion.operands) if op is producer]
-        targets = [_parameter(body, i) for i in slots]
+        targets = [params[i] for i in slots]
         before = self._first_user(body, targets)
         result = self._clone_into(producer, fusion, before, rename=duplicated)
         for param in targets:
             _replace_uses(param, result)
         self._drop_operands(fusion, slots)
-        fusion.attrs["kind"] = fusion_kind(body)
+        facts = merged_facts(consumed, produced)
+        self._set_facts(body, facts)
+        fusion.attrs["kind"] = kind_of(facts)
         return fusion
 
     def _wrap(self, consumer: Instruction) -> Instruction:
         """Replace `consumer` by a fusion whose computation holds a copy of it."""
         body = Computation(self.names.unique("fused_computation"))
-        self.module.add_computation(body, before=self.comp)
+        body.parent = self.module
+        self.new_bodies.append(body)
         operands = list({id(op): op for op in consumer.operands}.values())
         params = {id(op): self._new_parameter(body, n, op) for n, op in enumerate(operands)}
         inner = consumer.clone([params[id(op)] for op in consumer.operands], consumer.name)
-        body.add(inner)
+        self._add_to_body(body, inner)
         body.root = inner
+        self._set_facts(body, instruction_facts(inner))
         fusion = Instruction(self.names.unique("fusion"), Op.FUSION, consumer.shape, operands,
                              {"kind": "kLoop", "calls": body}, loc=consumer.loc)
         fusion.metadata = consumer.metadata
@@ -406,24 +560,22 @@ class ComputationFuser:
     def _new_parameter(self, body: Computation, number: int, like: Instruction) -> Instruction:
         param = Instruction(self.names.unique("param"), Op.PARAMETER, like.shape, (),
                             {"parameter_number": number})
+        params = self._parameters(body)
         # Before every non-parameter instruction, so that any instruction may use it.
-        first_op = next((i for i in body.instructions if i.opcode != Op.PARAMETER), None)
-        body.add(param, before=first_op)
+        self._add_to_body(body, param, before=self._order(body).first_operation)
+        params.append(param)
         return param
 
-    @staticmethod
-    def _first_user(body: Computation, params: list[Instruction]) -> Optional[Instruction]:
-        users = {id(u) for p in params for u in p.users}
-        return next((i for i in body.instructions if id(i) in users), None)
+    def _first_user(self, body: Computation, params: list[Instruction]) -> Optional[Instruction]:
+        return self._order(body).first_of(u for p in params for u in p.users)
 
     def _parameter_for(self, fusion: Instruction, value: Instruction) -> Instruction:
         """The fused parameter standing for `value`, added as a new operand if needed."""
-        body = fused_body(fusion)
-        for index, op in enumerate(fusion.operands):
-            if op is value:
-                return _parameter(body, index)
-        fusion.append_operand(value)
-        return self._new_parameter(body, len(fusion.operands) - 1, value)
+        try:
+            return self._parameters(fused_body(fusion))[fusion.operands.index(value)]  # by identity
+        except ValueError:
+            fusion.append_operand(value)
+            return self._new_parameter(fused_body(fusion), len(fusion.operands) - 1, value)
 
     def _clone_into(self, producer: Instruction, fusion: Instruction, before: Optional[Instruction],
                     rename: bool) -> Instruction:
@@ -432,38 +584,45 @@ class ComputationFuser:
         if producer.opcode != Op.FUSION:
             operands = [self._parameter_for(fusion, op) for op in producer.operands]
             name = self.names.unique(producer.name) if rename else producer.name
-            return body.add(producer.clone(operands, name), before=before)
+            return self._add_to_body(body, producer.clone(operands, name), before=before)
         inner = fused_body(producer)
         mapping: dict[int, Instruction] = {}
-        for inst in inner.instructions:
+        for inst in self._ordered(inner):
             if inst.opcode == Op.PARAMETER:
                 mapping[id(inst)] = self._parameter_for(fusion, producer.operands[inst.attrs["parameter_number"]])
                 continue
             name = self.names.unique(inst.name) if rename else inst.name
             copy = inst.clone([mapping[id(op)] for op in inst.operands], name)
-            mapping[id(inst)] = body.add(copy, before=before)
+            mapping[id(inst)] = self._add_to_body(body, copy, before=before)
         return mapping[id(inner.root)]
 
-    @staticmethod
-    def _drop_operands(fusion: Instruction, slots: list[int]) -> None:
+    def _drop_operands(self, fusion: Instruction, slots: list[int]) -> None:
         """Remove fused operands (their parameters are unused now) and renumber the rest."""
         body = fused_body(fusion)
-        params = {p.attrs["parameter_number"]: p for p in body.parameters}
+        params = self._parameters(body)
+        operands = fusion.operands
         for slot in slots:
-            body.remove(params.pop(slot))
-        fusion.set_operands([op for i, op in enumerate(fusion.operands) if i not in slots])
-        for new_number, old_number in enumerate(sorted(params)):
-            params[old_number].attrs["parameter_number"] = new_number
+            self._remove_from_body(body, params[slot])
+            operands[slot].users.remove(fusion)  # one entry per use
+        dropped = set(slots)
+        fusion.operands = [op for i, op in enumerate(operands) if i not in dropped]
+        kept = [p for i, p in enumerate(params) if i not in dropped]
+        for number, param in enumerate(kept):
+            param.attrs["parameter_number"] = number
+        self.params[id(body)] = (body, kept)
+        self.hero_params.pop(id(body), None)
 
     def _drop_computation(self, comp: Computation) -> None:
-        if comp in self.module.computations:
-            self.module.computations.remove(comp)
-        if comp in self.bodies:
-            self.bodies.remove(comp)
+        self.dropped.add(id(comp))
+        self.bodies.pop(id(comp), None)
+        self.facts.pop(id(comp), None)
+        self.params.pop(id(comp), None)
+        self.hero_params.pop(id(comp), None)
+        self.orders.pop(id(comp), None)
 
     def _name_parameters(self, body: Computation) -> None:
         """XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
-        for param in body.parameters:
+        for param in self._parameters(body):
             param.name = self.names.unique(f"param_{param.attrs['parameter_number']}")
 
 
