@@ -134,8 +134,9 @@ class Printer:
               help="Passes to run, e.g. 'call-inliner,fixpoint(tuple-simplifier,cse,dce)'.")
 @click.option("--pipeline", "pipeline_name", default=None, metavar="NAME",
               help="Run a named pipeline (e.g. 'default'); --list-passes shows them.")
-@click.option("--verify-each/--no-verify-each", default=True, show_default=True,
-              help="Run the checker after every pass that changed the module.")
+@click.option("--verify-each/--no-verify-each", default=None,
+              help="Run the checker after every pass that changed the module, naming a pass that breaks it "
+                   "(default: only once the passes are done, unless $HLO_VERIFY_EACH is set).")
 @click.option("--list-passes", is_flag=True, help="List the available passes and pipelines and exit.")
 @click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
 @click.option("--print-after", multiple=True, metavar="PASS",
@@ -153,7 +154,7 @@ class Printer:
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
 def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
-         verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
+         verify_each: bool | None, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
          print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
@@ -166,7 +167,7 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
     module = load_module(text, name, verify=verify)
     before = top_level_opcode_counts(module) if stats else None
     if steps_text is not None:
-        events = _run(module, steps_text, verify_each, print_after_all, print_after, print_changed)
+        events = _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed)
         if time_passes:
             _err(time_table(events))
     if stats:
@@ -202,7 +203,7 @@ def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
 
 
 def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, emit_kind, computation) -> None:
-    if pipeline is not None and not verify and verify_each:
+    if pipeline is not None and not verify and verify_each:  # (None: not asked for)
         raise UsageError("--no-verify needs --no-verify-each: passes are checked only on a valid module")
     if (print_after or needs_pipeline) and pipeline is None:
         raise UsageError("--print-after*, --print-changed and --time-passes need --passes or --pipeline")
@@ -214,7 +215,7 @@ def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, e
         raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
 
 
-def _run(module, steps_text, verify_each, print_after_all, print_after, print_changed):
+def _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed):
     steps = parse_pipeline(steps_text)
     observers = []
     if print_after_all or print_after or print_changed:
@@ -222,7 +223,7 @@ def _run(module, steps_text, verify_each, print_after_all, print_after, print_ch
         if print_changed:
             printer.last_text = format_module(module)
         observers.append(printer)
-    runner = PassRunner(verify_each, observers)
+    runner = PassRunner(verify_each if verify else False, observers, verify=verify)
     runner.run(module, steps)
     return runner.events
 
