@@ -297,6 +297,9 @@ class ComputationFuser:
         self.params: dict[int, tuple] = {}         # id(body) -> (body, parameters by number)
         self.hero_params: dict[int, tuple] = {}    # id(body) -> (body, numbers of parameters a dot reads)
         self.orders: dict[int, tuple] = {}         # id(body) -> (body, InstructionOrder) while fusion edits it
+        self.do_not_duplicate: set[int] = set()
+        self.growing: Optional[Instruction] = None  # the fusion taken last, and the parameters of it
+        self.rejected: dict[int, Instruction] = {}  # whose operands it rejected since (see _fuse_one_operand)
         self.pinned = {id(i) for i in comp.instructions if i.control_predecessors}
         self.pinned |= {id(p) for i in comp.instructions for p in i.control_predecessors}
 
@@ -305,34 +308,62 @@ class ComputationFuser:
         for inst in order:
             if self._may_take_part(inst):
                 self._enqueue(inst)
-        do_not_duplicate = self._globally_unfusible(order)
+        self.do_not_duplicate = self._globally_unfusible(order)
         changed = False
         while self.queue:
             consumer = self.queue.pop()
             if consumer is None or self.position.pop(id(consumer), None) is None:
                 continue
-            if not self._can_consume(consumer):
-                continue
-            for index in self._operands_in_queue_order(consumer):
-                producer = consumer.operands[index]
-                if id(producer) in do_not_duplicate or not self.should_fuse(consumer, index):
-                    continue
-                fusion = self.fuse(producer, consumer)
-                changed = True
-                self._enqueue(fusion)
-                if not producer.users:
-                    do_not_duplicate.discard(id(producer))
-                    self._dequeue(producer)
-                    self.comp.remove(producer)
-                    if producer.opcode == Op.FUSION:
-                        self._drop_computation(fused_body(producer))
-                break
+            if self._can_consume(consumer):
+                changed |= self._fuse_one_operand(consumer)
         self._place_computations()
         for body in self.bodies.values():
             body.instructions = self._ordered(body)
             _parameters_first(body)
             self._name_parameters(body)
         return changed
+
+    def _fuse_one_operand(self, consumer: Instruction) -> bool:
+        """Fuse the latest operand that should be fused into `consumer`; the fusion goes back on
+        the queue, to be taken next.
+
+        A fusion is taken again and again while producers fuse into it. A producer it rejected
+        stays rejected unless the last producer fused was one of its users (which changes its
+        users and what reads its parameter): `self.rejected` remembers the others, so that each
+        round costs what changed rather than the number of operands."""
+        if consumer is not self.growing:
+            self.growing, self.rejected = None, {}
+        params = self._parameters(fused_body(consumer)) if consumer.opcode == Op.FUSION else None
+        for index in self._operands_in_queue_order(consumer):
+            producer = consumer.operands[index]
+            key = id(params[index]) if params is not None else None
+            if key in self.rejected:
+                continue
+            if id(producer) in self.do_not_duplicate or not self.should_fuse(consumer, index):
+                if key is not None:
+                    self.rejected[key] = params[index]
+                continue
+            users_changed = {id(op) for op in producer.operands}
+            fusion = self.fuse(producer, consumer)
+            self._enqueue(fusion)
+            if not producer.users:
+                self.do_not_duplicate.discard(id(producer))
+                self._dequeue(producer)
+                self.comp.remove(producer)
+                if producer.opcode == Op.FUSION:
+                    self._drop_computation(fused_body(producer))
+            self._forget_rejections(fusion, users_changed)
+            return True
+        return False
+
+    def _forget_rejections(self, fusion: Instruction, users_changed: set[int]) -> None:
+        if fusion is not self.growing:  # a new fusion: constants fuse into it now
+            self.growing, self.rejected = fusion, {}
+            return
+        params = self._parameters(fused_body(fusion))
+        for index, op in enumerate(fusion.operands):
+            if id(op) in users_changed:
+                self.rejected.pop(id(params[index]), None)
 
     def _place_computations(self) -> None:
         """New fused computations go right before the computation they were made in; merged ones go."""
