@@ -250,9 +250,12 @@ class Computation:
 
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
+        instructions = self.instructions
+        if _in_post_order(instructions):
+            return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
         order: list[Instruction] = []
-        for start in self.instructions:
+        for start in instructions:
             stack = [(start, False)]
             while stack:
                 inst, expanded = stack.pop()
@@ -267,6 +270,22 @@ class Computation:
                     if id(op) not in seen:
                         stack.append((op, False))
         return order
+
+
+def _in_post_order(instructions: list[Instruction]) -> bool:
+    """Whether every operand and control predecessor comes before its user in the list."""
+    seen: set[int] = set()
+    add = seen.add
+    for inst in instructions:
+        for op in inst.operands:
+            if id(op) not in seen:
+                return False
+        if inst._control_predecessors:
+            for op in inst._control_predecessors:
+                if id(op) not in seen:
+                    return False
+        add(id(inst))
+    return len(seen) == len(instructions)  # (an instruction listed twice is left to the search)
 
 
 def _emit_with_insertions(inst: Instruction, inserted: dict, removed, order: list) -> None:
