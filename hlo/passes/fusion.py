@@ -318,9 +318,9 @@ class ComputationFuser:
                 changed |= self._fuse_one_operand(consumer)
         self._place_computations()
         for body in self.bodies.values():
+            self._name_parameters(body)
             body.instructions = self._ordered(body)
             _parameters_first(body)
-            self._name_parameters(body)
         return changed
 
     def _fuse_one_operand(self, consumer: Instruction) -> bool:
@@ -334,16 +334,13 @@ class ComputationFuser:
         if consumer is not self.growing:
             self.growing, self.rejected = None, {}
         params = self._parameters(fused_body(consumer)) if consumer.opcode == Op.FUSION else None
-        for index in self._operands_in_queue_order(consumer):
+        for index in self._candidates(consumer, params):
             producer = consumer.operands[index]
-            key = id(params[index]) if params is not None else None
-            if key in self.rejected:
-                continue
             if id(producer) in self.do_not_duplicate or not self.should_fuse(consumer, index):
-                if key is not None:
-                    self.rejected[key] = params[index]
+                if params is not None:
+                    self.rejected[id(params[index])] = params[index]
                 continue
-            users_changed = {id(op) for op in producer.operands}
+            users_changed = list(producer.operands)
             fusion = self.fuse(producer, consumer)
             self._enqueue(fusion)
             if not producer.users:
@@ -356,14 +353,27 @@ class ComputationFuser:
             return True
         return False
 
-    def _forget_rejections(self, fusion: Instruction, users_changed: set[int]) -> None:
+    def _candidates(self, consumer: Instruction, params: Optional[list[Instruction]]) -> list[int]:
+        """Slots of the operands still queued and not rejected, latest in post order first (so no
+        producer gets fused twice)."""
+        position, rejected = self.position, self.rejected
+        if params is None or not rejected:
+            ranked = [(-position[id(op)], i) for i, op in enumerate(consumer.operands) if id(op) in position]
+        else:
+            ranked = [(-position[id(op)], i) for i, op in enumerate(consumer.operands)
+                      if id(op) in position and id(params[i]) not in rejected]
+        ranked.sort()
+        return [i for _, i in ranked]
+
+    def _forget_rejections(self, fusion: Instruction, users_changed: list[Instruction]) -> None:
         if fusion is not self.growing:  # a new fusion: constants fuse into it now
             self.growing, self.rejected = fusion, {}
             return
+        if not self.rejected:
+            return
         params = self._parameters(fused_body(fusion))
-        for index, op in enumerate(fusion.operands):
-            if id(op) in users_changed:
-                self.rejected.pop(id(params[index]), None)
+        for index in _slots(fusion.operands, users_changed):
+            self.rejected.pop(id(params[index]), None)
 
     def _place_computations(self) -> None:
         """New fused computations go right before the computation they were made in; merged ones go."""
@@ -392,11 +402,6 @@ class ComputationFuser:
         slot = self.position.pop(id(inst), None)
         if slot is not None:
             self.queue[slot] = None
-
-    def _operands_in_queue_order(self, consumer: Instruction) -> list[int]:
-        """Operands still queued, latest in post order first (so no producer gets fused twice)."""
-        indices = [i for i, op in enumerate(consumer.operands) if id(op) in self.position]
-        return sorted(indices, key=lambda i: -self.position[id(consumer.operands[i])])
 
     # -- the order of the fused computations being edited
     def _order(self, body: Computation) -> InstructionOrder:
@@ -557,7 +562,7 @@ class ComputationFuser:
         produced, consumed = self._facts(producer), self._facts(fusion)
         duplicated = producer.users.count(fusion) != len(producer.users)
         params = self._parameters(body)
-        slots = [i for i, op in enumerate(fusion.operands) if op is producer]
+        slots = _slots(fusion.operands, (producer,))
         targets = [params[i] for i in slots]
         before = self._first_user(body, targets)
         result = self._clone_into(producer, fusion, before, rename=duplicated)
@@ -618,9 +623,10 @@ class ComputationFuser:
             return self._add_to_body(body, producer.clone(operands, name), before=before)
         inner = fused_body(producer)
         mapping: dict[int, Instruction] = {}
+        number = {id(p): n for n, p in enumerate(self._parameters(inner))}
         for inst in self._ordered(inner):
             if inst.opcode == Op.PARAMETER:
-                mapping[id(inst)] = self._parameter_for(fusion, producer.operands[inst.attrs["parameter_number"]])
+                mapping[id(inst)] = self._parameter_for(fusion, producer.operands[number[id(inst)]])
                 continue
             name = self.names.unique(inst.name) if rename else inst.name
             copy = inst.clone([mapping[id(op)] for op in inst.operands], name)
@@ -628,19 +634,16 @@ class ComputationFuser:
         return mapping[id(inner.root)]
 
     def _drop_operands(self, fusion: Instruction, slots: list[int]) -> None:
-        """Remove fused operands (their parameters are unused now) and renumber the rest."""
+        """Remove fused operands (their parameters are unused now); the parameters are renumbered
+        at the end (until then their place in `_parameters` is their number)."""
         body = fused_body(fusion)
         params = self._parameters(body)
         operands = fusion.operands
-        for slot in slots:
+        for slot in sorted(slots, reverse=True):
             self._remove_from_body(body, params[slot])
             operands[slot].users.remove(fusion)  # one entry per use
-        dropped = set(slots)
-        fusion.operands = [op for i, op in enumerate(operands) if i not in dropped]
-        kept = [p for i, p in enumerate(params) if i not in dropped]
-        for number, param in enumerate(kept):
-            param.attrs["parameter_number"] = number
-        self.params[id(body)] = (body, kept)
+            del operands[slot]
+            del params[slot]
         self.hero_params.pop(id(body), None)
 
     def _drop_computation(self, comp: Computation) -> None:
@@ -652,9 +655,21 @@ class ComputationFuser:
         self.orders.pop(id(comp), None)
 
     def _name_parameters(self, body: Computation) -> None:
-        """XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
-        for param in self._parameters(body):
-            param.name = self.names.unique(f"param_{param.attrs['parameter_number']}")
+        """Numbers by place, and XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
+        for number, param in enumerate(self._parameters(body)):
+            param.attrs["parameter_number"] = number
+            param.name = self.names.unique(f"param_{number}")
+
+
+def _slots(operands: list[Instruction], values) -> list[int]:
+    """The places of `values` among `operands`, in order (found by identity)."""
+    slots = []
+    for value in values:
+        start = 0
+        for _ in range(operands.count(value)):
+            start = operands.index(value, start) + 1
+            slots.append(start - 1)
+    return sorted(set(slots))
 
 
 def _replace_uses(old: Instruction, new: Instruction) -> None:

@@ -23,6 +23,7 @@ from typing import Callable, Optional, Union
 from ..analysis.checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Module
+from ..text.parser import collections_paused
 # Every pass module, imported for the passes it registers (a new pass module is added here).
 from . import (batchnorm_expander, call_inliner, conditional_simplifier, constant_folding, cse,  # noqa: F401
                dce, dot_decomposer, flatten_call_graph, fusion, layout_assignment, multi_output_fusion,
@@ -130,10 +131,11 @@ class PassRunner:
 
     def run(self, module: Module, steps: list[PipelineStep]) -> bool:
         self._checked = False  # whether the module was checked since the last change
-        changed = self._run_steps(module, steps)
-        if self.verify and not self._checked:
-            _verify(module, "the pipeline left an invalid module (hlo-opt --verify-each names the pass that broke "
-                            "it):")
+        with collections_paused():
+            changed = self._run_steps(module, steps)
+            if self.verify and not self._checked:
+                _verify(module, "the pipeline left an invalid module (hlo-opt --verify-each names the pass that "
+                                "broke it):")
         return changed
 
     def _run_steps(self, module: Module, steps: list[PipelineStep]) -> bool:
