@@ -414,20 +414,25 @@ class NameUniquer:
 
     def reserve(self, name: str) -> None:
         self._taken.add(name)
-        base, n = _split_suffix(name)
-        if n is not None:
-            self._next[base] = max(self._next.get(base, 1), n + 1)
+        base, dot, digits = name.rpartition(".")
+        if dot and digits.isdecimal():  # `add.12`: the next `add` is add.13 at least
+            n = int(digits) + 1
+            if n > self._next.get(base, 1):
+                self._next[base] = n
 
     def unique(self, wanted: str) -> str:
-        if wanted not in self._taken:
+        taken = self._taken
+        if wanted not in taken:
             self.reserve(wanted)
             return wanted
         base, _ = _split_suffix(wanted)
         n = self._next.get(base, 1)
-        while f"{base}.{n}" in self._taken:
-            n += 1
         name = f"{base}.{n}"
-        self.reserve(name)
+        while name in taken:
+            n += 1
+            name = f"{base}.{n}"
+        taken.add(name)
+        self._next[base] = n + 1
         return name
 
     @staticmethod

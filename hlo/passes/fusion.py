@@ -275,6 +275,60 @@ def _fits_an_epilogue(inst: Instruction) -> bool:
 
 # --------------------------------------------------------------------------- the fuser
 
+class GrowingFusion:
+    """A fusion that producers fuse into one after another, and what is known about its operands.
+
+    After each fusion the fuser takes the same fusion again and offers it its remaining
+    operands. An operand it rejected stays rejected unless the producer fused since was one
+    of its users (that changes its users and what reads its parameter; nothing else a
+    decision looks at changes): only the others are offered again, so that a round costs
+    what changed rather than the number of operands. Operands are known by their
+    parameters, which keep their identity while the operand list shrinks and grows.
+    """
+
+    def __init__(self, fusion: Instruction, params: list[Instruction]):
+        self.fusion = fusion
+        self.params = params                              # the fuser's list, kept up to date by it
+        self.pending = {id(p): p for p in params}         # not rejected (yet)
+        self.rejected: dict[int, Instruction] = {}
+
+    def candidates(self, position: dict[int, int]) -> list[int]:
+        """Slots of the pending operands still queued, latest in post order first."""
+        operands, params = self.fusion.operands, self.params
+        slots = []
+        for key, param in list(self.pending.items()):
+            slot = params.index(param)
+            if id(operands[slot]) in position:
+                slots.append(slot)
+            else:  # taken off the queue already: never offered again
+                del self.pending[key]
+        return _ranked(operands, slots, position)
+
+    def reject(self, slot: int) -> None:
+        param = self.params[slot]
+        self.pending.pop(id(param), None)
+        self.rejected[id(param)] = param
+
+    def fused(self, added: list[Instruction], dropped: list[Instruction], users_changed: list[Instruction]) -> None:
+        for param in dropped:
+            self.pending.pop(id(param), None)
+            self.rejected.pop(id(param), None)
+        for param in added:
+            self.pending[id(param)] = param
+        if self.rejected:
+            for slot in _slots(self.fusion.operands, users_changed):
+                param = self.rejected.pop(id(self.params[slot]), None)
+                if param is not None:
+                    self.pending[id(param)] = param
+
+
+def _ranked(operands: list[Instruction], slots, position: dict[int, int]) -> list[int]:
+    """The slots whose operands are queued, latest in the queue first (ties: lower slot first)."""
+    ranked = [(-position[id(operands[i])], i) for i in slots if id(operands[i]) in position]
+    ranked.sort()
+    return [i for _, i in ranked]
+
+
 class ComputationFuser:
     """Fuses one computation, XLA style: a reverse-post-order queue of consumers.
 
@@ -298,8 +352,9 @@ class ComputationFuser:
         self.hero_params: dict[int, tuple] = {}    # id(body) -> (body, numbers of parameters a dot reads)
         self.orders: dict[int, tuple] = {}         # id(body) -> (body, InstructionOrder) while fusion edits it
         self.do_not_duplicate: set[int] = set()
-        self.growing: Optional[Instruction] = None  # the fusion taken last, and the parameters of it
-        self.rejected: dict[int, Instruction] = {}  # whose operands it rejected since (see _fuse_one_operand)
+        self.growing: Optional[GrowingFusion] = None      # the fusion taken last
+        self.params_added: list[Instruction] = []         # by the fusion being made
+        self.params_dropped: list[Instruction] = []
         self.pinned = {id(i) for i in comp.instructions if i.control_predecessors}
         self.pinned |= {id(p) for i in comp.instructions for p in i.control_predecessors}
 
@@ -325,22 +380,23 @@ class ComputationFuser:
 
     def _fuse_one_operand(self, consumer: Instruction) -> bool:
         """Fuse the latest operand that should be fused into `consumer`; the fusion goes back on
-        the queue, to be taken next.
-
-        A fusion is taken again and again while producers fuse into it. A producer it rejected
-        stays rejected unless the last producer fused was one of its users (which changes its
-        users and what reads its parameter): `self.rejected` remembers the others, so that each
-        round costs what changed rather than the number of operands."""
-        if consumer is not self.growing:
-            self.growing, self.rejected = None, {}
-        params = self._parameters(fused_body(consumer)) if consumer.opcode == Op.FUSION else None
-        for index in self._candidates(consumer, params):
+        the queue, to be taken next (see GrowingFusion)."""
+        growing = None
+        if consumer.opcode == Op.FUSION:
+            growing = self.growing
+            if growing is None or growing.fusion is not consumer:
+                growing = self.growing = GrowingFusion(consumer, self._parameters(fused_body(consumer)))
+            candidates = growing.candidates(self.position)
+        else:
+            candidates = _ranked(consumer.operands, range(len(consumer.operands)), self.position)
+        for index in candidates:
             producer = consumer.operands[index]
             if id(producer) in self.do_not_duplicate or not self.should_fuse(consumer, index):
-                if params is not None:
-                    self.rejected[id(params[index])] = params[index]
+                if growing is not None:
+                    growing.reject(index)
                 continue
             users_changed = list(producer.operands)
+            self.params_added, self.params_dropped = [], []
             fusion = self.fuse(producer, consumer)
             self._enqueue(fusion)
             if not producer.users:
@@ -349,31 +405,12 @@ class ComputationFuser:
                 self.comp.remove(producer)
                 if producer.opcode == Op.FUSION:
                     self._drop_computation(fused_body(producer))
-            self._forget_rejections(fusion, users_changed)
+            if growing is None:
+                self.growing = GrowingFusion(fusion, self._parameters(fused_body(fusion)))
+            else:
+                growing.fused(self.params_added, self.params_dropped, users_changed)
             return True
         return False
-
-    def _candidates(self, consumer: Instruction, params: Optional[list[Instruction]]) -> list[int]:
-        """Slots of the operands still queued and not rejected, latest in post order first (so no
-        producer gets fused twice)."""
-        position, rejected = self.position, self.rejected
-        if params is None or not rejected:
-            ranked = [(-position[id(op)], i) for i, op in enumerate(consumer.operands) if id(op) in position]
-        else:
-            ranked = [(-position[id(op)], i) for i, op in enumerate(consumer.operands)
-                      if id(op) in position and id(params[i]) not in rejected]
-        ranked.sort()
-        return [i for _, i in ranked]
-
-    def _forget_rejections(self, fusion: Instruction, users_changed: list[Instruction]) -> None:
-        if fusion is not self.growing:  # a new fusion: constants fuse into it now
-            self.growing, self.rejected = fusion, {}
-            return
-        if not self.rejected:
-            return
-        params = self._parameters(fused_body(fusion))
-        for index in _slots(fusion.operands, users_changed):
-            self.rejected.pop(id(params[index]), None)
 
     def _place_computations(self) -> None:
         """New fused computations go right before the computation they were made in; merged ones go."""
@@ -600,6 +637,7 @@ class ComputationFuser:
         # Before every non-parameter instruction, so that any instruction may use it.
         self._add_to_body(body, param, before=self._order(body).first_operation)
         params.append(param)
+        self.params_added.append(param)
         return param
 
     def _first_user(self, body: Computation, params: list[Instruction]) -> Optional[Instruction]:
@@ -640,6 +678,7 @@ class ComputationFuser:
         params = self._parameters(body)
         operands = fusion.operands
         for slot in sorted(slots, reverse=True):
+            self.params_dropped.append(params[slot])
             self._remove_from_body(body, params[slot])
             operands[slot].users.remove(fusion)  # one entry per use
             del operands[slot]
