@@ -20,6 +20,12 @@ from .opcodes import AttrKind, OPCODES, Op, OpInfo
 from .shapes import Shape
 
 
+# opcode -> {attribute naming called computations: whether it holds a list of them}
+_CALLED_ATTRIBUTES = {name: {a.name: a.kind is AttrKind.COMPUTATION_LIST for a in info.attrs
+                             if a.kind is AttrKind.COMPUTATION or a.kind is AttrKind.COMPUTATION_LIST}
+                      for name, info in OPCODES.items()}
+
+
 class Instruction:
     __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
                  "metadata", "sharding", "frontend_attributes", "backend_config",
@@ -68,16 +74,18 @@ class Instruction:
 
     def called_computations(self) -> list["Computation"]:
         """Computations this instruction calls, in attribute order."""
+        kinds = _CALLED_ATTRIBUTES.get(self.opcode)
+        if not kinds:
+            return []
         out = []
-        specs = OPCODES[self.opcode].attr_map if self.opcode in OPCODES else {}
         for name, value in self.attrs.items():
-            spec = specs.get(name)
-            if spec is None or value is None:
+            is_list = kinds.get(name)
+            if is_list is None or value is None:
                 continue
-            if spec.kind is AttrKind.COMPUTATION:
-                out.append(value)
-            elif spec.kind is AttrKind.COMPUTATION_LIST:
+            if is_list:
                 out.extend(value)
+            else:
+                out.append(value)
         return out
 
     # -- use-def maintenance

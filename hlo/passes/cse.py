@@ -15,19 +15,36 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, module: Module) -> bool:
         fingerprints: dict[int, tuple] = {}
-        return any([merge_duplicates(comp, fingerprints) for comp in module.computations])
+        shapes = ShapeTokens()
+        return any([merge_duplicates(comp, fingerprints, shapes) for comp in module.computations])
 
 
-def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> bool:
+class ShapeTokens:
+    """Equal shapes get equal small integers: a shape is hashed once per object, not once per
+    instruction that has it (hashing a shape hashes all of its fields)."""
+
+    def __init__(self):
+        self._by_object: dict[int, tuple] = {}   # id(shape) -> (shape, token)
+        self._by_value: dict = {}
+
+    def __call__(self, shape) -> int:
+        known = self._by_object.get(id(shape))
+        if known is None:
+            known = self._by_object[id(shape)] = (shape, self._by_value.setdefault(shape, len(self._by_value)))
+        return known[1]
+
+
+def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None) -> bool:
     """Merge identical instructions of `comp`; called computations compare by content."""
     fingerprints = {} if fingerprints is None else fingerprints
+    shapes = ShapeTokens() if shapes is None else shapes
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
         # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
         if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
             continue
-        key = _key(inst, fingerprints)
+        key = _key(inst, fingerprints, shapes)
         if key is None:
             continue
         earlier = seen.get(key)
@@ -41,10 +58,10 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
     return changed
 
 
-def _key(inst: Instruction, fingerprints: dict):
+def _key(inst: Instruction, fingerprints: dict, shapes: ShapeTokens):
     try:
-        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items()))
-        key = (inst.opcode, inst.shape, tuple(id(op) for op in inst.operands), attrs)
+        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items())) if inst.attrs else ()
+        key = (inst.opcode, shapes(inst.shape), tuple(map(id, inst.operands)), attrs)
         hash(key)
         return key
     except TypeError:  # an attribute value we cannot compare safely: leave it alone
