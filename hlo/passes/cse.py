@@ -5,6 +5,7 @@ from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from ..opcodes import Op
+from ..shape_inference import ShapeTokens
 from .base import Pass, register
 
 
@@ -17,21 +18,6 @@ class CommonSubexpressionElimination(Pass):
         fingerprints: dict[int, tuple] = {}
         shapes = ShapeTokens()
         return any([merge_duplicates(comp, fingerprints, shapes) for comp in module.computations])
-
-
-class ShapeTokens:
-    """Equal shapes get equal small integers: a shape is hashed once per object, not once per
-    instruction that has it (hashing a shape hashes all of its fields)."""
-
-    def __init__(self):
-        self._by_object: dict[int, tuple] = {}   # id(shape) -> (shape, token)
-        self._by_value: dict = {}
-
-    def __call__(self, shape) -> int:
-        known = self._by_object.get(id(shape))
-        if known is None:
-            known = self._by_object[id(shape)] = (shape, self._by_value.setdefault(shape, len(self._by_value)))
-        return known[1]
 
 
 def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None) -> bool:
