@@ -15,6 +15,7 @@ from lark.exceptions import VisitError
 
 from ..diagnostics import Diagnostic, HloError, SourceFile
 from .grammar import load_grammar
+from .fastpath import instruction_runs
 from .lalr import UnexpectedToken, drive
 from .lexer import tokenize
 from .records import SyntaxInCallback
@@ -49,8 +50,10 @@ def _describe_token(tok) -> str:
 
 
 def _expected_phrase(row) -> Optional[str]:
-    """'an integer or a shape': the terminals the table row accepts (None if none or too many to list)."""
-    words = sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in row if e.isupper() or e == "$END"})
+    """'an integer or a shape': the terminals the table row accepts (None if none or too many to list).
+    INSTRUCTION_LINES (the line fast path's) stands for instructions, whose first tokens are listed."""
+    words = sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in row
+                    if (e.isupper() or e == "$END") and e != "INSTRUCTION_LINES"})
     if not words or len(words) > 6:
         return None
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -206,6 +209,13 @@ def parse_records_recovering(text: str, source: SourceFile, start: str = "start"
     """(records, syntax diagnostics): the records of the text with every broken line blanked out
     (None when recovery had to stop, e.g. at an unexpected end of input)."""
     load_grammar()  # installs the lexer's patterns
+    if start == "start" and not raw_dict_values:
+        runs = instruction_runs(text)
+        if runs:
+            try:
+                return drive(tokenize(text, False, source, runs), start, len(text)), []
+            except (VisitError, UnexpectedToken, HloError, SyntaxInCallback):
+                pass  # the general path below finds the same error and gives the grammar's diagnostics
     diagnostics: list[Diagnostic] = []
     work = text
     last_key = None

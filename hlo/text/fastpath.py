@@ -1,0 +1,241 @@
+"""The line fast path: ordinary instruction lines straight to records, without the LALR parse.
+
+Large dumps are mostly lines such as
+
+    %add.3 = f32[64,32]{1,0} add(%x, %y), metadata={op_name="jit(f)/add" source_line=12}
+
+`instruction_runs(text)` finds them with one regular expression and builds, for each,
+the InstrRec the grammar's callbacks would build (with the same value functions of
+records.py and the lexer's own token patterns deciding what each word is); the lexer
+hands a run of consecutive such lines to the LALR driver as one INSTRUCTION_LINES token
+(grammar/hlo.lark). A line that is not exactly of this form (a tuple shape, a comment, a
+value the fast path does not know) is left to the grammar, and so is any text whose
+fast parse fails: recovery.py parses it again without the fast path, so that every
+diagnostic and every recovery step is the grammar's. tests/parser/test_fastpath.py
+checks that both parses give identical records on every corpus line and on fuzzed lines.
+"""
+from __future__ import annotations
+
+import re
+from ..shapes import PRIMITIVE_TYPES
+from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure, make_token
+from .records import (InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES, _OperandList,
+                      _operand_list, int_list_value, shape_from_text)
+from .. import values as V
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_STRING = r'"(?:[^"\\\n]++|\\.)*+"'
+_FLAT_BRACES = rf'\{{(?:[^{{}}"\n]++|{_STRING})*+\}}'
+_VALUE = rf'(?:{_FLAT_BRACES}|{_STRING}|[^,{{}}()\[\]"\s]++)'
+
+# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE)
+_LINE = re.compile(rf"""
+    ^[ \t]*
+    (?P<root>ROOT[ \t]+)?
+    (?:%(?P<name>{_NAME})[ \t]*|(?P<bare>{_NAME})[ \t]+)=[ \t]*
+    (?P<shape>[a-z][a-z0-9]*\[(?:[0-9]+(?:,[0-9]+)*)?\](?:\{{[0-9]+(?:,[0-9]+)*\}})?)[ \t]+
+    (?P<opcode>{_NAME})
+    (?P<operands>\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
+    (?P<attrs>[ \t]*,[^\n]*)?$""", re.M | re.X)
+_ATTRIBUTE = re.compile(rf"[ \t]*,[ \t]*({_NAME})=({_VALUE})")
+_TRAILING_SPACE = re.compile(r"[ \t]*\r?")
+_WORD = re.compile(_NAME)
+_INT = re.compile(r"-?[0-9]+")
+_OPERAND_ITEM = re.compile(r"[ \t]*(?:/\*index=[0-9]+\*/[ \t]*)?([^,\s/]+)[ \t]*(,|$)")
+_SLICES = re.compile(r"\{\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\](?:, \[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\])*\}")
+_RANGE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
+_KEYWORD_VALUES = ("TRUE", "FALSE", "INF")
+
+
+class _NotOrdinary(Exception):
+    """The line is left to the grammar."""
+
+
+def instruction_runs(text: str) -> dict[int, tuple[int, list[InstrRec]]]:
+    """Runs of consecutive ordinary instruction lines: offset of the first one's first token ->
+    (offset just after the last one, their records)."""
+    runs: dict[int, tuple[int, list[InstrRec]]] = {}
+    reader = _LineReader(text)
+    run_start, run_end, records = -1, -1, []
+    for m in _LINE.finditer(text):
+        try:
+            rec, end = reader.record(m)
+        except (_NotOrdinary, SyntaxInCallback, ValueError):
+            continue
+        body = m.start("root") if rec.is_root else rec.pos
+        if records and text[run_end:body].isspace():
+            records.append(rec)
+        else:
+            if records:
+                runs[run_start] = (run_end, records)
+            run_start, records = body, [rec]
+        run_end = end
+    if records:
+        runs[run_start] = (run_end, records)
+    return runs
+
+
+def _identifier(word: str) -> None:
+    """A name or opcode the lexer reads as IDENT: not a keyword, not `nan` (checked by the lexer's
+    order of terminals: nothing tried before IDENT matches a word followed by space, '=' or '(')."""
+    if word in KEYWORDS or word == "nan":
+        raise _NotOrdinary
+
+
+class _LineReader:
+    """Records of ordinary instruction lines, each word classified by the lexer's own patterns."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.token = HloLexer.token_regex.match
+        context = HloLexer.context_regexes
+        self.operand_names = context["OPERAND_NAMES"].match
+        self.literal_text = context["LITERAL_TEXT"].match
+        self.int_list = context["INT_LIST"].match
+        self.flat_braces = re.compile(r'\{(?:[^{}"]++|"(?:\\.|[^"\\])*+")*+\}').match  # the lexer's
+
+    def record(self, m: re.Match) -> tuple[InstrRec, int]:
+        """The line's record and where its last token ends."""
+        name = m.group("name")
+        if name is not None:
+            pos = m.start("name") - 1
+        else:
+            name, pos = m.group("bare"), m.start("bare")
+            _identifier(name)
+        shape = m.group("shape")
+        if shape[:shape.index("[")] not in PRIMITIVE_TYPES:  # the lexer would read the word alone
+            raise _NotOrdinary
+        opcode = m.group("opcode")
+        _identifier(opcode)
+        operands = self.operands(opcode, m.start("operands"), m.end("operands"))
+        end = m.end("operands")
+        attrs = ()
+        if m.group("attrs") is not None:
+            attrs, end = self.attributes(m.start("attrs"), m.end("attrs"))
+        rec = InstrRec(m.group("root") is not None, name, pos, shape_from_text(shape), opcode, m.start("opcode"),
+                       operands, attrs)
+        return rec, end
+
+    # -- words
+    def word(self, pos: int, word: str, kind: str) -> None:
+        """`word` at `pos` lexes as one token of `kind`."""
+        tm = self.token(self.text, pos)
+        if tm is None or tm.lastgroup != kind or tm.group(kind) != word:
+            raise _NotOrdinary
+
+    # -- operands
+    def operands(self, opcode: str, start: int, end: int) -> list:
+        text = self.text
+        fast = self.operand_names(text, start)
+        if fast is not None:
+            if fast.end() != end:
+                raise _NotOrdinary
+            return _operand_list(make_token("OPERAND_NAMES", fast.group(), start))
+        if opcode == "constant":
+            fast = self.literal_text(text, start)
+            if fast is not None:
+                structure = literal_structure(fast.group())
+                if fast.end() != end or structure is None:
+                    raise _NotOrdinary
+                return [LiteralOperand(structure)]
+        inner = text[start + 1:end - 1]
+        if not inner.strip(" \t"):
+            return _OperandList()
+        return self.operand_sequence(start + 1, end - 1)
+
+    def operand_sequence(self, start: int, end: int) -> _OperandList:
+        """`a, %b, 1`: names and numbers (what the grammar's operand_seq makes of them)."""
+        text = self.text
+        out = _OperandList()
+        pos = start
+        while pos < end:
+            item = _OPERAND_ITEM.match(text, pos, end)
+            if item is None:
+                raise _NotOrdinary
+            out.append(self.operand(item.group(1), item.start(1)))
+            pos = item.end()
+            if item.group(2) == "" and pos != end:
+                raise _NotOrdinary
+        return out
+
+    def operand(self, word: str, pos: int):
+        if word[0] == "%" and _WORD.fullmatch(word, 1):
+            return OperandRef(word[1:], pos, None)
+        if _WORD.fullmatch(word):
+            keyword = KEYWORDS.get(word)
+            if keyword is None and word != "nan":
+                return OperandRef(word, pos, None)
+            if keyword == "TRUE" or keyword == "FALSE":
+                return LiteralOperand(TOKEN_VALUES[keyword](word))
+            raise _NotOrdinary
+        kind = self.kind(word, pos)
+        if kind == "INT" or kind == "DECIMAL":
+            return LiteralOperand(TOKEN_VALUES[kind](word))
+        raise _NotOrdinary
+
+    def kind(self, word: str, pos: int) -> str:
+        """The terminal the lexer makes of `word` at `pos` (it must take the whole word)."""
+        tm = self.token(self.text, pos)
+        if tm is None or tm.group(tm.lastgroup) != word:
+            raise _NotOrdinary
+        return tm.lastgroup
+
+    # -- attributes
+    def attributes(self, start: int, end: int) -> tuple[list, int]:
+        """The attribute records of `, a=1, b={...}` up to `end` (the line's end), and where the
+        last one ends."""
+        out = []
+        pos = start
+        for am in _ATTRIBUTE.finditer(self.text, start, end):
+            if am.start() != pos:
+                break
+            pos = am.end()
+            name = am.group(1)
+            out.append((name, self.value(name, am.group(2), am.start(2), pos), am.start(1)))
+        if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
+            raise _NotOrdinary
+        return out, pos
+
+    def value(self, attribute: str, written: str, start: int, end: int):
+        first = written[0]
+        if first == "{":
+            return self.braced(attribute, written, start, end)
+        if first == "%" and _WORD.fullmatch(written, 1):
+            return V.Ref(written[1:])
+        if _WORD.fullmatch(written):
+            keyword = KEYWORDS.get(written)
+            if keyword is None and written != "nan":
+                return V.Ident(written)
+            if keyword in _KEYWORD_VALUES:
+                return TOKEN_VALUES[keyword](written)
+            raise _NotOrdinary
+        if _INT.fullmatch(written):
+            return TOKEN_VALUES["INT"](written)
+        kind = self.kind(written, start)
+        if kind == "NAME" or kind == "IDENT":
+            raise _NotOrdinary  # (words are read above)
+        convert = TOKEN_VALUES.get(kind)
+        if convert is None:
+            raise _NotOrdinary
+        return convert(written)
+
+    def braced(self, attribute: str, written: str, start: int, end: int):
+        text = self.text
+        if attribute in LAZY_ATTRIBUTES:
+            flat = self.flat_braces(text, start)
+            if flat is None or flat.end() != end:
+                raise _NotOrdinary
+            return V.RawBraces(written, start)
+        fast = self.int_list(text, start)
+        if fast is not None and fast.end() == end:
+            return int_list_value(written)
+        if _SLICES.fullmatch(written):
+            return V.Braced(tuple(_range(r) for r in _RANGE.finditer(written)))
+        raise _NotOrdinary
+
+
+def _range(m: re.Match) -> V.Bracketed:
+    """`[0:8]` or `[0:8:2]`, as the grammar's bracketed/range2/range3 callbacks make it."""
+    a, b, step = m.group(1), m.group(2), m.group(3)
+    item = V.Range(int(a), int(b)) if step is None else V.Range(int(a), int(b), int(step), True)
+    return V.Bracketed((item,))
