@@ -148,15 +148,16 @@ class _LineReader:
         text = self.text
         out = _OperandList()
         pos = start
-        while pos < end:
+        while True:
             item = _OPERAND_ITEM.match(text, pos, end)
             if item is None:
                 raise _NotOrdinary
             out.append(self.operand(item.group(1), item.start(1)))
             pos = item.end()
-            if item.group(2) == "" and pos != end:
+            if item.group(2) == "":  # the last operand
+                return out
+            if pos == end:  # a ',' with nothing after it
                 raise _NotOrdinary
-        return out
 
     def operand(self, word: str, pos: int):
         if word[0] == "%" and _WORD.fullmatch(word, 1):
