@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import re
 from ..shapes import PRIMITIVE_TYPES
-from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure, make_token
-from .records import (InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES, _OperandList,
-                      _operand_list, int_list_value, shape_from_text)
+from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure
+from .records import (_NAME_IN_LIST, InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES,
+                      _OperandList, int_list_value, shape_from_text)
 from .. import values as V
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _STRING = r'"(?:[^"\\\n]++|\\.)*+"'
 _FLAT_BRACES = rf'\{{(?:[^{{}}"\n]++|{_STRING})*+\}}'
-_VALUE = rf'(?:{_FLAT_BRACES}|{_STRING}|[^,{{}}()\[\]"\s]++)'
 
 # One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE)
 _LINE = re.compile(rf"""
@@ -37,7 +36,16 @@ _LINE = re.compile(rf"""
     (?P<opcode>{_NAME})
     (?P<operands>\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
     (?P<attrs>[ \t]*,[^\n]*)?$""", re.M | re.X)
-_ATTRIBUTE = re.compile(rf"[ \t]*,[ \t]*({_NAME})=({_VALUE})")
+_END = r"(?=[ \t]*(?:,|\r?$))"
+# `, name=value`: the group that matches says what the value is (an atom is classified by the lexer)
+_ATTRIBUTE = re.compile(rf"""[ \t]*,[ \t]*({_NAME})=(?:
+      (?P<ints>\{{[ \t]*(?:-?[0-9]+(?:[ \t]*,[ \t]*-?[0-9]+)*)?[ \t]*\}})
+    | (?P<braces>{_FLAT_BRACES})
+    | (?P<string>{_STRING})
+    | (?P<word>{_NAME}){_END}
+    | (?P<ref>%{_NAME}){_END}
+    | (?P<int>-?[0-9]+){_END}
+    | (?P<atom>[^,{{}}()\[\]"\s]++))""", re.X)
 _TRAILING_SPACE = re.compile(r"[ \t]*\r?")
 _WORD = re.compile(_NAME)
 _INT = re.compile(r"-?[0-9]+")
@@ -91,8 +99,6 @@ class _LineReader:
         context = HloLexer.context_regexes
         self.operand_names = context["OPERAND_NAMES"].match
         self.literal_text = context["LITERAL_TEXT"].match
-        self.int_list = context["INT_LIST"].match
-        self.flat_braces = re.compile(r'\{(?:[^{}"]++|"(?:\\.|[^"\\])*+")*+\}').match  # the lexer's
 
     def record(self, m: re.Match) -> tuple[InstrRec, int]:
         """The line's record and where its last token ends."""
@@ -116,21 +122,14 @@ class _LineReader:
                        operands, attrs)
         return rec, end
 
-    # -- words
-    def word(self, pos: int, word: str, kind: str) -> None:
-        """`word` at `pos` lexes as one token of `kind`."""
-        tm = self.token(self.text, pos)
-        if tm is None or tm.lastgroup != kind or tm.group(kind) != word:
-            raise _NotOrdinary
-
     # -- operands
     def operands(self, opcode: str, start: int, end: int) -> list:
         text = self.text
         fast = self.operand_names(text, start)
-        if fast is not None:
+        if fast is not None:  # the lexer's OPERAND_NAMES (records._operand_list reads it the same way)
             if fast.end() != end:
                 raise _NotOrdinary
-            return _operand_list(make_token("OPERAND_NAMES", fast.group(), start))
+            return [OperandRef(n.group(1), n.start(), None) for n in _NAME_IN_LIST.finditer(text, start, end)]
         if opcode == "constant":
             fast = self.literal_text(text, start)
             if fast is not None:
@@ -192,47 +191,44 @@ class _LineReader:
                 break
             pos = am.end()
             name = am.group(1)
-            out.append((name, self.value(name, am.group(2), am.start(2), pos), am.start(1)))
+            kind = am.lastgroup
+            written = am.group(kind)
+            if name in LAZY_ATTRIBUTES and (kind == "braces" or kind == "ints"):
+                value = V.RawBraces(written, am.start(kind))  # (kept verbatim, as the lexer's BRACED)
+            else:
+                value = self.value(kind, written, am.start(kind))
+            out.append((name, value, am.start(1)))
         if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
             raise _NotOrdinary
         return out, pos
 
-    def value(self, attribute: str, written: str, start: int, end: int):
-        first = written[0]
-        if first == "{":
-            return self.braced(attribute, written, start, end)
-        if first == "%" and _WORD.fullmatch(written, 1):
-            return V.Ref(written[1:])
-        if _WORD.fullmatch(written):
+    def value(self, kind: str, written: str, start: int):
+        if kind == "ints":
+            return int_list_value(written)
+        if kind == "word":
             keyword = KEYWORDS.get(written)
             if keyword is None and written != "nan":
                 return V.Ident(written)
             if keyword in _KEYWORD_VALUES:
                 return TOKEN_VALUES[keyword](written)
             raise _NotOrdinary
-        if _INT.fullmatch(written):
+        if kind == "ref":
+            return V.Ref(written[1:])
+        if kind == "int":
             return TOKEN_VALUES["INT"](written)
-        kind = self.kind(written, start)
-        if kind == "NAME" or kind == "IDENT":
-            raise _NotOrdinary  # (words are read above)
+        if kind == "string":
+            return TOKEN_VALUES["STRING"](written)
+        if kind == "braces":
+            if _SLICES.fullmatch(written):
+                return V.Braced(tuple(_range(r) for r in _RANGE.finditer(written)))
+            raise _NotOrdinary
+        kind = self.kind(written, start)  # an atom: 3x3, 0_1x1_0, b01f_01io->b01f, 0.5 ...
+        if kind == "NAME" or kind == "IDENT" or kind == "INT" or kind == "STRING":
+            raise _NotOrdinary  # (read above)
         convert = TOKEN_VALUES.get(kind)
         if convert is None:
             raise _NotOrdinary
         return convert(written)
-
-    def braced(self, attribute: str, written: str, start: int, end: int):
-        text = self.text
-        if attribute in LAZY_ATTRIBUTES:
-            flat = self.flat_braces(text, start)
-            if flat is None or flat.end() != end:
-                raise _NotOrdinary
-            return V.RawBraces(written, start)
-        fast = self.int_list(text, start)
-        if fast is not None and fast.end() == end:
-            return int_list_value(written)
-        if _SLICES.fullmatch(written):
-            return V.Braced(tuple(_range(r) for r in _RANGE.finditer(written)))
-        raise _NotOrdinary
 
 
 def _range(m: re.Match) -> V.Bracketed:
