@@ -32,13 +32,13 @@ contains a reduce or reduce-window (a reduction fusion), kLoop otherwise.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
 from ..opcodes import OPCODES, Op, Trait, has_trait, ops_with
 from .analysis import reachable_computations
 from .base import Pass, register
-from .instruction_order import InstructionOrder
+from .fused_computation import FusedComputation
 
 # Which ops fuse, are heroes, are cheap or expensive: the table's traits (LOOP_FUSIBLE,
 # OUTPUT_FUSION_HERO, REDUCTION_FUSION_HERO, CHEAP, EXPENSIVE, EXPENSIVE_IF_COMPLEX, DIVISION,
@@ -233,7 +233,7 @@ def body_facts(body: Computation) -> BodyFacts:
 
 
 def merged_facts(a: BodyFacts, b: BodyFacts) -> BodyFacts:
-    return BodyFacts(*(x + y for x, y in zip(a, b)))
+    return BodyFacts(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
 
 
 def kind_of(facts: BodyFacts) -> str:
@@ -242,10 +242,6 @@ def kind_of(facts: BodyFacts) -> str:
     if facts.reductions:
         return "kInput"
     return "kLoop"
-
-
-def fusion_kind(body: Computation) -> str:
-    return kind_of(body_facts(body))
 
 
 def effectively_at_most_unary(inst: Instruction) -> bool:
@@ -289,20 +285,28 @@ class GrowingFusion:
     def __init__(self, fusion: Instruction, params: list[Instruction]):
         self.fusion = fusion
         self.params = params                              # the fuser's list, kept up to date by it
-        self.pending = {id(p): p for p in params}         # not rejected (yet)
+        # not rejected (yet): id(parameter) -> (parameter, the operand it stands for)
+        self.pending = {id(p): (p, op) for p, op in zip(params, fusion.operands)}
         self.rejected: dict[int, Instruction] = {}
 
-    def candidates(self, position: dict[int, int]) -> list[int]:
-        """Slots of the pending operands still queued, latest in post order first."""
-        operands, params = self.fusion.operands, self.params
-        slots = []
-        for key, param in list(self.pending.items()):
-            slot = params.index(param)
-            if id(operands[slot]) in position:
-                slots.append(slot)
-            else:  # taken off the queue already: never offered again
+    def candidates(self, position: dict[int, int]) -> Iterator[int]:
+        """Slots of the pending operands still queued, latest in post order first (ties, one operand
+        in several slots: lower slot first). Each slot is found when it is asked for (a round
+        usually stops at the first)."""
+        ranked = []
+        for key, (param, operand) in list(self.pending.items()):
+            rank = position.get(id(operand))
+            if rank is None:  # taken off the queue already: never offered again
                 del self.pending[key]
-        return _ranked(operands, slots, position)
+            else:
+                ranked.append((-rank, param))
+        ranked.sort(key=_first)
+        params = self.params
+        if any(ranked[i][0] == ranked[i - 1][0] for i in range(1, len(ranked))):  # (rare)
+            yield from [slot for _, slot in sorted((rank, params.index(param)) for rank, param in ranked)]
+            return
+        for _, param in ranked:
+            yield params.index(param)
 
     def reject(self, slot: int) -> None:
         param = self.params[slot]
@@ -313,13 +317,18 @@ class GrowingFusion:
         for param in dropped:
             self.pending.pop(id(param), None)
             self.rejected.pop(id(param), None)
+        operands = self.fusion.operands
         for param in added:
-            self.pending[id(param)] = param
+            self.pending[id(param)] = (param, operands[self.params.index(param)])
         if self.rejected:
-            for slot in _slots(self.fusion.operands, users_changed):
+            for slot in _slots(operands, users_changed):
                 param = self.rejected.pop(id(self.params[slot]), None)
                 if param is not None:
-                    self.pending[id(param)] = param
+                    self.pending[id(param)] = (param, operands[slot])
+
+
+def _first(pair):
+    return pair[0]
 
 
 def _ranked(operands: list[Instruction], slots, position: dict[int, int]) -> list[int]:
@@ -332,8 +341,8 @@ def _ranked(operands: list[Instruction], slots, position: dict[int, int]) -> lis
 class ComputationFuser:
     """Fuses one computation, XLA style: a reverse-post-order queue of consumers.
 
-    What decisions ask about a fusion (BodyFacts, its parameters by number) is cached per
-    fused computation and updated when a fusion into it changes it, so that a decision
+    What decisions ask about a fusion (BodyFacts, its parameters by number) is kept with
+    its FusedComputation and updated when a fusion into it changes it, so that a decision
     costs the same whatever the size of the fusions involved.
     """
 
@@ -343,18 +352,13 @@ class ComputationFuser:
         self.names = names
         self.queue: list[Optional[Instruction]] = []
         self.position: dict[int, int] = {}
-        self.bodies: dict[int, Computation] = {}        # fused computations changed here, by id
+        self.fused: dict[int, FusedComputation] = {}    # by id of the computation
+        self.edited: dict[int, FusedComputation] = {}   # those changed here, in the order first changed
         self.new_bodies: list[Computation] = []         # made here; placed before comp at the end
         self.dropped: set[int] = set()                  # ids of fused computations merged away
-        # Caches keyed by id (each value holds its key object, so that no id is reused while cached):
-        self.facts: dict[int, tuple] = {}          # id(instruction or body) -> (it, BodyFacts)
-        self.params: dict[int, tuple] = {}         # id(body) -> (body, parameters by number)
-        self.hero_params: dict[int, tuple] = {}    # id(body) -> (body, numbers of parameters a dot reads)
-        self.orders: dict[int, tuple] = {}         # id(body) -> (body, InstructionOrder) while fusion edits it
+        self.facts: dict[int, tuple] = {}               # id(instruction) -> (it, BodyFacts)
         self.do_not_duplicate: set[int] = set()
-        self.growing: Optional[GrowingFusion] = None      # the fusion taken last
-        self.params_added: list[Instruction] = []         # by the fusion being made
-        self.params_dropped: list[Instruction] = []
+        self.growing: Optional[GrowingFusion] = None    # the fusion taken last
         self.pinned = {id(i) for i in comp.instructions if i.control_predecessors}
         self.pinned |= {id(p) for i in comp.instructions for p in i.control_predecessors}
 
@@ -372,10 +376,8 @@ class ComputationFuser:
             if self._can_consume(consumer):
                 changed |= self._fuse_one_operand(consumer)
         self._place_computations()
-        for body in self.bodies.values():
-            self._name_parameters(body)
-            body.instructions = self._ordered(body)
-            _parameters_first(body)
+        for state in self.edited.values():
+            state.finish(self.names)
         return changed
 
     def _fuse_one_operand(self, consumer: Instruction) -> bool:
@@ -385,7 +387,7 @@ class ComputationFuser:
         if consumer.opcode == Op.FUSION:
             growing = self.growing
             if growing is None or growing.fusion is not consumer:
-                growing = self.growing = GrowingFusion(consumer, self._parameters(fused_body(consumer)))
+                growing = self.growing = GrowingFusion(consumer, self._state(consumer).params)
             candidates = growing.candidates(self.position)
         else:
             candidates = _ranked(consumer.operands, range(len(consumer.operands)), self.position)
@@ -396,8 +398,7 @@ class ComputationFuser:
                     growing.reject(index)
                 continue
             users_changed = list(producer.operands)
-            self.params_added, self.params_dropped = [], []
-            fusion = self.fuse(producer, consumer)
+            fusion, state = self.fuse(producer, consumer)
             self._enqueue(fusion)
             if not producer.users:
                 self.do_not_duplicate.discard(id(producer))
@@ -406,9 +407,9 @@ class ComputationFuser:
                 if producer.opcode == Op.FUSION:
                     self._drop_computation(fused_body(producer))
             if growing is None:
-                self.growing = GrowingFusion(fusion, self._parameters(fused_body(fusion)))
+                self.growing = GrowingFusion(fusion, state.params)
             else:
-                growing.fused(self.params_added, self.params_dropped, users_changed)
+                growing.fused(state.added, state.dropped, users_changed)
             return True
         return False
 
@@ -440,40 +441,26 @@ class ComputationFuser:
         if slot is not None:
             self.queue[slot] = None
 
-    # -- the order of the fused computations being edited
-    def _order(self, body: Computation) -> InstructionOrder:
-        cached = self.orders.get(id(body))
-        if cached is None:
-            cached = self.orders[id(body)] = (body, InstructionOrder(body.instructions))
-        return cached[1]
+    # -- what is known about fused computations and instructions
+    def _state(self, fusion: Instruction) -> FusedComputation:
+        body = fusion.attrs["calls"]
+        state = self.fused.get(id(body))
+        if state is None:
+            state = self.fused[id(body)] = FusedComputation(body)
+        return state
 
-    def _ordered(self, body: Computation) -> list[Instruction]:
-        cached = self.orders.get(id(body))
-        return cached[1].instructions() if cached is not None else body.instructions
-
-    def _add_to_body(self, body: Computation, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
-        self._order(body).insert(inst, before)
-        return body.add(inst)  # the computation's own list is put in order at the end
-
-    def _remove_from_body(self, body: Computation, inst: Instruction) -> None:
-        self._order(body).remove(inst)
-        body.remove(inst)
-
-    # -- cached facts
     def _facts(self, inst: Instruction) -> BodyFacts:
-        key = fused_body(inst) if inst.opcode == Op.FUSION else inst
-        cached = self.facts.get(id(key))
+        if inst.opcode == Op.FUSION:
+            state = self._state(inst)
+            if state.facts is None:
+                state.facts = body_facts(state.body)
+            return state.facts
+        cached = self.facts.get(id(inst))
         if cached is None:
-            facts = body_facts(key) if key is not inst else instruction_facts(inst)
-            cached = self.facts[id(key)] = (key, facts)
+            cached = self.facts[id(inst)] = (inst, instruction_facts(inst))
         return cached[1]
 
-    def _set_facts(self, body: Computation, facts: BodyFacts) -> None:
-        self.facts[id(body)] = (body, facts)
-        self.hero_params.pop(id(body), None)
-
-    @staticmethod
-    def _expensive(inst: Instruction, facts: BodyFacts) -> bool:
+    def _expensive(self, inst: Instruction, facts: BodyFacts) -> bool:
         """is_expensive(inst), from its facts (integer divisions are looked at again)."""
         if facts.expensive:
             return True
@@ -481,30 +468,17 @@ class ComputationFuser:
             return False
         if inst.opcode != Op.FUSION:
             return is_expensive(inst)
-        return any(_is_integer_division(i) and is_expensive(i) for i in fused_body(inst).instructions)
+        return any(_is_integer_division(i) and is_expensive(i) for i in self._state(inst).instructions())
 
-    def _parameters(self, body: Computation) -> list[Instruction]:
-        cached = self.params.get(id(body))
-        if cached is None:
-            cached = self.params[id(body)] = (body, body.parameters)
-        return cached[1]
-
-    def _hero_parameters(self, body: Computation) -> tuple[int, ...]:
-        """Numbers of the body's parameters that a dot or convolution reads."""
-        cached = self.hero_params.get(id(body))
-        if cached is None:
-            numbers = ()
-            if self._facts_of_body(body).output_heroes:
-                numbers = tuple(i for i, p in enumerate(self._parameters(body))
-                                if any(u.opcode in _OUTPUT_HEROES for u in p.users))
-            cached = self.hero_params[id(body)] = (body, numbers)
-        return cached[1]
-
-    def _facts_of_body(self, body: Computation) -> BodyFacts:
-        cached = self.facts.get(id(body))
-        if cached is None:
-            cached = self.facts[id(body)] = (body, body_facts(body))
-        return cached[1]
+    def _hero_parameters(self, fusion: Instruction) -> tuple[int, ...]:
+        """Places of the fusion's parameters that a dot or convolution reads."""
+        state = self._state(fusion)
+        if state.heroes is None:
+            state.heroes = ()
+            if self._facts(fusion).output_heroes:
+                state.heroes = tuple(i for i, p in enumerate(state.params)
+                                     if any(u.opcode in _OUTPUT_HEROES for u in p.users))
+        return state.heroes
 
     # -- decisions
     def _pinned(self, inst: Instruction) -> bool:
@@ -556,7 +530,7 @@ class ComputationFuser:
     def _reuses_operand_elements(self, consumer: Instruction, index: int) -> bool:
         if consumer.opcode != Op.FUSION:
             return op_reuses_operand(consumer, index)
-        return _read_at(self._parameters(fused_body(consumer))[index], {}) is REUSED
+        return _read_at(self._state(consumer).params[index], {}) is REUSED
 
     def _can_output_fuse(self, producer: Instruction, consumer: Instruction) -> bool:
         """A dot/convolution (fusion) with one use fuses into the elementwise epilogue consuming it."""
@@ -572,7 +546,7 @@ class ComputationFuser:
         if consumer.opcode != Op.FUSION:
             return False
         operands = consumer.operands
-        return any(operands[number] is producer for number in self._hero_parameters(fused_body(consumer)))
+        return any(operands[number] is producer for number in self._hero_parameters(consumer))
 
     def _globally_unfusible(self, order: list[Instruction]) -> set[int]:
         """Producers reading more than they write, fusible only if every user can take them."""
@@ -591,37 +565,37 @@ class ComputationFuser:
         return unfusible
 
     # -- rewriting
-    def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
+    def fuse(self, producer: Instruction, consumer: Instruction) -> tuple[Instruction, FusedComputation]:
         """Fuse `producer` into `consumer` (wrapped into a new fusion first if needed)."""
         fusion = consumer if consumer.opcode == Op.FUSION else self._wrap(consumer)
-        body = fused_body(fusion)
-        self.bodies[id(body)] = body
+        state = self._state(fusion)
+        self.edited[id(state.body)] = state
         produced, consumed = self._facts(producer), self._facts(fusion)
-        duplicated = producer.users.count(fusion) != len(producer.users)
-        params = self._parameters(body)
+        state.added, state.dropped = [], []
         slots = _slots(fusion.operands, (producer,))
-        targets = [params[i] for i in slots]
-        before = self._first_user(body, targets)
-        result = self._clone_into(producer, fusion, before, rename=duplicated)
+        targets = [state.params[i] for i in slots]
+        before = state.first_user(targets)
+        result = self._clone_into(producer, fusion, state, before,
+                                  rename=producer.users.count(fusion) != len(producer.users))
         for param in targets:
             _replace_uses(param, result)
-        self._drop_operands(fusion, slots)
-        facts = merged_facts(consumed, produced)
-        self._set_facts(body, facts)
-        fusion.attrs["kind"] = kind_of(facts)
-        return fusion
+        state.drop_operands(fusion, slots)
+        state.facts = merged_facts(consumed, produced)
+        state.heroes = None
+        fusion.attrs["kind"] = kind_of(state.facts)
+        return fusion, state
 
     def _wrap(self, consumer: Instruction) -> Instruction:
         """Replace `consumer` by a fusion whose computation holds a copy of it."""
         body = Computation(self.names.unique("fused_computation"))
         body.parent = self.module
         self.new_bodies.append(body)
+        state = self.fused[id(body)] = FusedComputation.new(body)
         operands = list({id(op): op for op in consumer.operands}.values())
-        params = {id(op): self._new_parameter(body, n, op) for n, op in enumerate(operands)}
-        inner = consumer.clone([params[id(op)] for op in consumer.operands], consumer.name)
-        self._add_to_body(body, inner)
+        params = {id(op): state.new_parameter(op) for op in operands}
+        inner = state.add(consumer.clone([params[id(op)] for op in consumer.operands], consumer.name))
         body.root = inner
-        self._set_facts(body, instruction_facts(inner))
+        state.facts = instruction_facts(inner)
         fusion = Instruction(self.names.unique("fusion"), Op.FUSION, consumer.shape, operands,
                              {"kind": "kLoop", "calls": body}, loc=consumer.loc)
         fusion.metadata = consumer.metadata
@@ -630,74 +604,38 @@ class ComputationFuser:
         self.comp.remove(consumer)
         return fusion
 
-    def _new_parameter(self, body: Computation, number: int, like: Instruction) -> Instruction:
-        param = Instruction(self.names.unique("param"), Op.PARAMETER, like.shape, (),
-                            {"parameter_number": number})
-        params = self._parameters(body)
-        # Before every non-parameter instruction, so that any instruction may use it.
-        self._add_to_body(body, param, before=self._order(body).first_operation)
-        params.append(param)
-        self.params_added.append(param)
-        return param
-
-    def _first_user(self, body: Computation, params: list[Instruction]) -> Optional[Instruction]:
-        return self._order(body).first_of(u for p in params for u in p.users)
-
-    def _parameter_for(self, fusion: Instruction, value: Instruction) -> Instruction:
+    @staticmethod
+    def _parameter_for(fusion: Instruction, state: FusedComputation, value: Instruction) -> Instruction:
         """The fused parameter standing for `value`, added as a new operand if needed."""
-        try:
-            return self._parameters(fused_body(fusion))[fusion.operands.index(value)]  # by identity
-        except ValueError:
-            fusion.append_operand(value)
-            return self._new_parameter(fused_body(fusion), len(fusion.operands) - 1, value)
+        operands = fusion.operands
+        if value in operands:  # (by identity: instructions do not define equality)
+            return state.params[operands.index(value)]
+        fusion.append_operand(value)
+        return state.new_parameter(value)
 
-    def _clone_into(self, producer: Instruction, fusion: Instruction, before: Optional[Instruction],
-                    rename: bool) -> Instruction:
+    def _clone_into(self, producer: Instruction, fusion: Instruction, state: FusedComputation,
+                    before: Optional[Instruction], rename: bool) -> Instruction:
         """Copy the producer (or the body of a producer fusion) into the fusion; returns its result."""
-        body = fused_body(fusion)
         if producer.opcode != Op.FUSION:
-            operands = [self._parameter_for(fusion, op) for op in producer.operands]
+            operands = [self._parameter_for(fusion, state, op) for op in producer.operands]
             name = self.names.unique(producer.name) if rename else producer.name
-            return self._add_to_body(body, producer.clone(operands, name), before=before)
-        inner = fused_body(producer)
+            return state.add(producer.clone(operands, name), before)
+        inner = self._state(producer)
         mapping: dict[int, Instruction] = {}
-        number = {id(p): n for n, p in enumerate(self._parameters(inner))}
-        for inst in self._ordered(inner):
+        number = {id(p): n for n, p in enumerate(inner.params)}
+        for inst in inner.instructions():
             if inst.opcode == Op.PARAMETER:
-                mapping[id(inst)] = self._parameter_for(fusion, producer.operands[number[id(inst)]])
+                mapping[id(inst)] = self._parameter_for(fusion, state, producer.operands[number[id(inst)]])
                 continue
             name = self.names.unique(inst.name) if rename else inst.name
             copy = inst.clone([mapping[id(op)] for op in inst.operands], name)
-            mapping[id(inst)] = self._add_to_body(body, copy, before=before)
-        return mapping[id(inner.root)]
-
-    def _drop_operands(self, fusion: Instruction, slots: list[int]) -> None:
-        """Remove fused operands (their parameters are unused now); the parameters are renumbered
-        at the end (until then their place in `_parameters` is their number)."""
-        body = fused_body(fusion)
-        params = self._parameters(body)
-        operands = fusion.operands
-        for slot in sorted(slots, reverse=True):
-            self.params_dropped.append(params[slot])
-            self._remove_from_body(body, params[slot])
-            operands[slot].users.remove(fusion)  # one entry per use
-            del operands[slot]
-            del params[slot]
-        self.hero_params.pop(id(body), None)
+            mapping[id(inst)] = state.add(copy, before)
+        return mapping[id(inner.body.root)]
 
     def _drop_computation(self, comp: Computation) -> None:
         self.dropped.add(id(comp))
-        self.bodies.pop(id(comp), None)
-        self.facts.pop(id(comp), None)
-        self.params.pop(id(comp), None)
-        self.hero_params.pop(id(comp), None)
-        self.orders.pop(id(comp), None)
-
-    def _name_parameters(self, body: Computation) -> None:
-        """Numbers by place, and XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
-        for number, param in enumerate(self._parameters(body)):
-            param.attrs["parameter_number"] = number
-            param.name = self.names.unique(f"param_{number}")
+        self.edited.pop(id(comp), None)
+        self.fused.pop(id(comp), None)
 
 
 def _slots(operands: list[Instruction], values) -> list[int]:
@@ -719,13 +657,6 @@ def _replace_uses(old: Instruction, new: Instruction) -> None:
                 user.replace_operand(i, new)
     if old.parent is not None and old.parent.root is old:
         old.parent.root = new
-
-
-def _parameters_first(body: Computation) -> None:
-    """Parameters, then the rest with operands before users (bodies from XLA dumps
-    interleave parameters, and a merged producer may use one defined late)."""
-    params = [i for i in body.instructions if i.opcode == Op.PARAMETER]
-    body.instructions = params + [i for i in body.post_order() if i.opcode != Op.PARAMETER]
 
 
 def _inefficient_concatenate(inst: Instruction) -> bool:
