@@ -59,28 +59,61 @@ class _NotOrdinary(Exception):
     """The line is left to the grammar."""
 
 
-def instruction_runs(text: str) -> dict[int, tuple[int, list[InstrRec]]]:
+def instruction_runs(text: str, item: Optional[Callable] = None) -> dict[int, tuple[int, list]]:
     """Runs of consecutive ordinary instruction lines: offset of the first one's first token ->
-    (offset just after the last one, their records)."""
-    runs: dict[int, tuple[int, list[InstrRec]]] = {}
-    reader = _LineReader(text)
+    (offset just after the last one, their records, or `item(match, record, end)` of each line)."""
+    runs: dict[int, tuple[int, list]] = {}
     run_start, run_end, records = -1, -1, []
+    for m, rec, end in _ordinary_lines(text):
+        body = m.start("root") if rec.is_root else rec.pos
+        made = rec if item is None else item(m, rec, end)
+        if records and text[run_end:body].isspace():
+            records.append(made)
+        else:
+            if records:
+                runs[run_start] = (run_end, records)
+            run_start, records = body, [made]
+        run_end = end
+    if records:
+        runs[run_start] = (run_end, records)
+    return runs
+
+
+# The language server reads each text twice (parse, then its name index): it asks to keep the lines
+# of the last text read (a tool reading a file once does not keep them).
+_keep_last = False
+_last_read: tuple = (None, ())  # (text, its ordinary lines)
+_KEEP_ABOVE = 100_000           # characters: small texts (the server's one-line checks) are not kept
+
+
+def keep_last_text(keep: bool) -> None:
+    """Whether the ordinary lines of the last text read are kept for a second reading of it."""
+    global _keep_last, _last_read
+    _keep_last, _last_read = keep, (None, ())
+
+
+def _ordinary_lines(text: str) -> list[tuple[re.Match, InstrRec, int]]:
+    """(match, record, end of the last token) of each ordinary instruction line of the text."""
+    last_text, lines = _last_read
+    if last_text is text:
+        return lines
+    reader = _LineReader(text)
+    lines = []
     for m in _LINE.finditer(text):
         try:
             rec, end = reader.record(m)
         except (_NotOrdinary, SyntaxInCallback, ValueError):
             continue
-        body = m.start("root") if rec.is_root else rec.pos
-        if records and text[run_end:body].isspace():
-            records.append(rec)
-        else:
-            if records:
-                runs[run_start] = (run_end, records)
-            run_start, records = body, [rec]
-        run_end = end
-    if records:
-        runs[run_start] = (run_end, records)
-    return runs
+        lines.append((m, rec, end))
+    if _keep_last and len(text) > _KEEP_ABOVE:
+        globals()["_last_read"] = (text, lines)
+    return lines
+
+
+def attribute_spans(text: str, start: int, end: int):
+    """(name, name start, value start, value end) of each `, name=value` of an ordinary line's attributes."""
+    for am in _ATTRIBUTE.finditer(text, start, end):
+        yield am.group(1), am.start(1), am.start(am.lastgroup), am.end()
 
 
 def _identifier(word: str) -> None:
