@@ -20,6 +20,8 @@ computations is two different instructions); computation names are global.
 from __future__ import annotations
 
 import bisect
+import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -43,6 +45,7 @@ INSTRUCTION_LIST_ATTRIBUTES = frozenset({"control-predecessors"})
 # Opcodes whose parentheses hold a number or a literal instead of operands.
 LITERAL_OPERAND_OPCODES = ops_with(Trait.LITERAL_OPERAND)
 _NAME_IN_OPERANDS = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
+_START = operator.attrgetter("start")
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NAME_KINDS = frozenset({"NAME", "IDENT"})
 _OPERAND_START = frozenset({"LPAR", "OPERAND_NAMES", "LITERAL_TEXT"})
@@ -125,10 +128,16 @@ class DocumentIndex:
         self._instr_starts: list[int] = []
 
     def finish(self) -> "DocumentIndex":
-        self.occurrences.sort(key=lambda o: o.start)
+        self.occurrences.sort(key=_START)
         self._starts = [o.start for o in self.occurrences]
+        by_key = self._by_key
         for occ in self.occurrences:
-            self._by_key.setdefault(occ.key, []).append(occ)
+            key = (occ.kind, occ.scope, occ.name)
+            found = by_key.get(key)
+            if found is None:
+                by_key[key] = [occ]
+            else:
+                found.append(occ)
         self._instr_starts = [i.start for i in self.instructions]
         return self
 
@@ -603,6 +612,7 @@ class _Walker:
                 self.name_occurrence(k, kind, scope, USE, name)
 
 
+@functools.lru_cache(maxsize=1024)
 def _computation_attributes(opcode: Optional[str]) -> frozenset:
     try:
         specs = wrapped_attr_specs(opcode)
