@@ -24,6 +24,7 @@ from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
 from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
 from hlo.text.dot import module_to_dot
 from hlo.passes.spmd_stats import collective_stats, format_stats
+from hlo.progress import Progress
 from hlo_cli.common import UsageError, emit, read_text, tool_main
 
 
@@ -152,10 +153,13 @@ class Printer:
                    "LLVM IR / host assembly (after the 'default' pipeline unless --passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
+              "taking over a second).")
 @tool_main
 def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
          verify_each: bool | None, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
-         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
+         print_changed: bool, time_passes: bool, stats: bool, emit_kind: str, computation: str | None,
+         quiet: bool) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
@@ -164,12 +168,14 @@ def main(input_file: str, output: str | None, verify: bool, pipeline: str | None
     _check_options(steps_text, verify, verify_each, print_after, print_after_all or print_changed or
                    time_passes, emit_kind, computation)
     name, text = read_text(input_file)
-    module = load_module(text, name, verify=verify)
-    before = top_level_opcode_counts(module) if stats else None
-    if steps_text is not None:
-        events = _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed)
-        if time_passes:
-            _err(time_table(events))
+    with Progress("loading", quiet=quiet or print_after_all or bool(print_after) or print_changed) as progress:
+        module = load_module(text, name, verify=verify, progress=progress)
+        before = top_level_opcode_counts(module) if stats else None
+        if steps_text is not None:
+            events = _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed,
+                          progress)
+    if steps_text is not None and time_passes:
+        _err(time_table(events))
     if stats:
         _err(stats_table(before, top_level_opcode_counts(module)))
         devices = module.config.replica_count * module.config.num_partitions
@@ -215,7 +221,7 @@ def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, e
         raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
 
 
-def _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed):
+def _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed, progress=None):
     steps = parse_pipeline(steps_text)
     observers = []
     if print_after_all or print_after or print_changed:
@@ -223,7 +229,7 @@ def _run(module, steps_text, verify, verify_each, print_after_all, print_after, 
         if print_changed:
             printer.last_text = format_module(module)
         observers.append(printer)
-    runner = PassRunner(verify_each if verify else False, observers, verify=verify)
+    runner = PassRunner(verify_each if verify else False, observers, verify=verify, progress=progress)
     runner.run(module, steps)
     return runner.events
 

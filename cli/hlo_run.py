@@ -16,6 +16,7 @@ from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
 from hlo.passes.sharding_propagation import is_sharded
 from hlo.passes.spmd_partitioner import device_count
+from hlo.progress import Progress
 from hlo.spmd_run import run_partitioned
 from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
 
@@ -74,16 +75,19 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
+              "taking over a second).")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int]) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], quiet: bool) -> None:
     _check_backend(backend)
     if threads is not None and backend != "cpu":
         raise UsageError("--threads needs --backend cpu")
     name, text = read_text(module_file)
-    module = load_module(text, name, verify=verify)
+    with Progress("loading", quiet=quiet) as progress:
+        module = load_module(text, name, verify=verify, progress=progress)
     if is_sharded(module):
         _run_global(module, module_file, inputs_file, input_items, random_inputs, seed, partitions, backend,
                     repeat, output, print_result)

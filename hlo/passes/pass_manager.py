@@ -23,6 +23,7 @@ from typing import Callable, Optional, Union
 from ..analysis.checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Module
+from ..progress import Progress
 from ..text.parser import collections_paused
 # Every pass module, imported for the passes it registers (a new pass module is added here).
 from . import (batchnorm_expander, call_inliner, conditional_simplifier, constant_folding, cse,  # noqa: F401
@@ -124,6 +125,7 @@ class PassRunner:
     observers: list[Callable[[PassEvent, Module], None]] = field(default_factory=list)
     events: list[PassEvent] = field(default_factory=list)
     verify: bool = True
+    progress: Optional[Progress] = None   # told each pipeline step and pass (hlo.progress)
 
     def __post_init__(self):
         if self.verify_each is None:
@@ -131,17 +133,23 @@ class PassRunner:
 
     def run(self, module: Module, steps: list[PipelineStep]) -> bool:
         self._checked = False  # whether the module was checked since the last change
+        if self.progress is not None:
+            self.progress.stage("optimizing", total=len(steps), unit="steps")
         with collections_paused():
-            changed = self._run_steps(module, steps)
+            changed = self._run_steps(module, steps, top=True)
             if self.verify and not self._checked:
+                if self.progress is not None:
+                    self.progress.advance(0, "checking")
                 _verify(module, "the pipeline left an invalid module (hlo-opt --verify-each names the pass that "
                                 "broke it):")
         return changed
 
-    def _run_steps(self, module: Module, steps: list[PipelineStep]) -> bool:
+    def _run_steps(self, module: Module, steps: list[PipelineStep], top: bool = False) -> bool:
         changed = False
         for step in steps:
             changed |= self._run_step(module, step)
+            if top and self.progress is not None:
+                self.progress.advance()
         return changed
 
     def _run_step(self, module: Module, step: PipelineStep) -> bool:
@@ -155,6 +163,8 @@ class PassRunner:
         return self._run_pass(module, step)
 
     def _run_pass(self, module: Module, name: str) -> bool:
+        if self.progress is not None:
+            self.progress.advance(0, name)
         pass_ = available_passes()[name]()
         start = time.perf_counter()
         changed = bool(pass_.run(module))

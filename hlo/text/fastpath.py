@@ -17,6 +17,7 @@ checks that both parses give identical records on every corpus line and on fuzze
 from __future__ import annotations
 
 import re
+from ..opcodes import Op
 from ..shapes import PRIMITIVE_TYPES
 from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure
 from .records import (_NAME_IN_LIST, InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES,
@@ -163,7 +164,7 @@ class _LineReader:
             if fast.end() != end:
                 raise _NotOrdinary
             return [OperandRef(n.group(1), n.start(), None) for n in _NAME_IN_LIST.finditer(text, start, end)]
-        if opcode == "constant":
+        if opcode == Op.CONSTANT:
             fast = self.literal_text(text, start)
             if fast is not None:
                 structure = literal_structure(fast.group())
