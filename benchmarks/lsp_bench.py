@@ -1,4 +1,4 @@
-"""Responsiveness of hlo-lsp on a 10,000-instruction file.
+"""Responsiveness of hlo-lsp on a 10,000-instruction (or, with --instructions 100000, a 100,000-line) file.
 
 Starts the server as an editor does (a subprocess speaking JSON-RPC over stdio),
 opens a generated module of (by default) 10,000 instructions written the way XLA
@@ -8,7 +8,9 @@ measures, as medians over several runs:
 * edit -> diagnostics: the time from a didChange (an incremental one-line edit,
   alternately changing a constant and breaking a shape, each making a text never
   seen before) to the first publishDiagnostics for that version (the debounce
-  delay included); target <= 1.5 s;
+  delay included); target <= 1.5 s up to 10,000 instructions, <= 2 s above (issue 12:
+  100,000 lines within 2 s of an edit); the largest (the first edit after opening,
+  which waits for the name index of the first analysis) is printed too;
 * edit -> full re-analysis: the time to the second publishDiagnostics of that
   version (the full analysis that follows the quick incremental one), and whether
   the two differed;
@@ -17,6 +19,9 @@ measures, as medians over several runs:
 * completion: round trip of textDocument/completion for the names in scope in an
   operand list at the end of the largest computation, and for opcodes; target
   <= 100 ms.
+
+Times are wall-clock round trips, as an editor sees them (on a machine shared with
+other work they grow with its load).
 
     python benchmarks/lsp_bench.py [--instructions N] [--edits E] [--requests R]
 """
@@ -30,7 +35,8 @@ import time
 from hlo.lsp.client import LspClient
 
 URI = "file:///bench/large.hlo"
-DIAGNOSTICS_TARGET_S = 1.5
+DIAGNOSTICS_TARGET_S = 1.5        # up to 10,000 instructions
+LARGE_DIAGNOSTICS_TARGET_S = 2.0  # above: issue 12's 100,000 lines within 2 s of an edit
 REQUEST_TARGET_S = 0.100
 
 _REGION = """%region_{i} (a.{i}: f32[], b.{i}: f32[]) -> f32[] {{
@@ -211,18 +217,19 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     r = measure(args.instructions, args.edits, args.requests, args.log_file)
     edit = statistics.median(r["edit"])
+    target = DIAGNOSTICS_TARGET_S if args.instructions <= 10_000 else LARGE_DIAGNOSTICS_TARGET_S
     hover = statistics.median(r["hover"])
     completion = max(statistics.median(r["complete_names"]), statistics.median(r["complete_opcodes"]))
     print(f"open -> diagnostics:            {r['open'][0]:.2f} s")
     print(f"edit -> diagnostics:            {edit:.2f} s median of {len(r['edit'])} "
-          f"(max {max(r['edit']):.2f} s; target <= {DIAGNOSTICS_TARGET_S} s)")
+          f"(max {max(r['edit']):.2f} s; target <= {target} s)")
     print(f"edit -> full re-analysis:       {statistics.median(r['full']):.2f} s median (max {max(r['full']):.2f} s); "
           f"quick diagnostics differed from the full ones for {len(r['quick_differs'])} of {len(r['edit'])} edits")
     print(f"hover:                          {_median_ms(r['hover'])} (target <= 100 ms)")
     print(f"hover during the re-analysis:   {_median_ms(r['hover_after_edit'])}")
     print(f"completion, names in scope:     {_median_ms(r['complete_names'])} (target <= 100 ms)")
     print(f"completion, opcodes:            {_median_ms(r['complete_opcodes'])} (target <= 100 ms)")
-    ok = edit <= DIAGNOSTICS_TARGET_S and hover <= REQUEST_TARGET_S and completion <= REQUEST_TARGET_S
+    ok = edit <= target and hover <= REQUEST_TARGET_S and completion <= REQUEST_TARGET_S
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

@@ -29,6 +29,7 @@ from hlo.passes.pass_manager import PassRunner, available_passes, parse_pipeline
 from hlo.passes.pipelines import PIPELINE_SPECS, pipeline_text
 from hlo.text.dot import module_to_dot
 from hlo.passes.spmd_stats import collective_stats, format_stats
+from hlo.progress import Progress
 from hlo.text.parser import parse_module
 from hlo.tools.diff import pass_change_report
 from hlo_cli.common import UsageError, did_you_mean, emit, read_text, report, tool_main, version_option
@@ -148,8 +149,9 @@ class Printer:
               help="Passes to run, e.g. 'call-inliner,fixpoint(tuple-simplifier,cse,dce)'.")
 @click.option("--pipeline", "pipeline_name", default=None, metavar="NAME",
               help="Run a named pipeline (e.g. 'default'); --list-passes shows them.")
-@click.option("--verify-each/--no-verify-each", default=True, show_default=True,
-              help="Run the checker after every pass that changed the module.")
+@click.option("--verify-each/--no-verify-each", default=None,
+              help="Run the checker after every pass that changed the module, naming a pass that breaks it "
+                   "(default: only once the passes are done, unless $HLO_VERIFY_EACH is set).")
 @click.option("--list-passes", is_flag=True, help="List the available passes and pipelines and exit.")
 @click.option("--print-after-all", is_flag=True, help="Print the module to stderr after every pass.")
 @click.option("--print-after", multiple=True, metavar="PASS",
@@ -168,10 +170,13 @@ class Printer:
                    "--passes/--pipeline ran).")
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
+              "taking over a second).")
 @tool_main
 def main(input_file: str | None, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
-         verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
-         print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
+         verify_each: bool | None, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
+         print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None,
+         quiet: bool) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
@@ -181,12 +186,14 @@ def main(input_file: str | None, output: str | None, verify: bool, pipeline: str
     _check_options(steps_text, verify, verify_each, print_after, print_after_all or print_changed or
                    time_passes, emit_kind, computation)
     name, text = read_text(input_file)
-    module = load_module(text, name, verify=verify)
-    before = top_level_opcode_counts(module) if stats else None
-    if steps_text is not None:
-        events = _run(module, steps_text, verify_each, print_after_all, print_after, print_changed)
-        if time_passes:
-            _err(time_table(events))
+    with Progress("loading", quiet=bool(quiet or print_after_all or print_after or print_changed)) as progress:
+        module = load_module(text, name, verify=verify, progress=progress)
+        before = top_level_opcode_counts(module) if stats else None
+        if steps_text is not None:
+            events = _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed,
+                          progress)
+    if steps_text is not None and time_passes:
+        _err(time_table(events))
     if stats:
         _err(stats_table(before, top_level_opcode_counts(module)))
         devices = module.config.replica_count * module.config.num_partitions
@@ -249,7 +256,7 @@ def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
 
 
 def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, emit_kind, computation) -> None:
-    if pipeline is not None and not verify and verify_each:
+    if pipeline is not None and not verify and verify_each:  # (None: not asked for)
         raise UsageError("--no-verify needs --no-verify-each: passes are checked only on a valid module")
     if (print_after or needs_pipeline) and pipeline is None:
         raise UsageError("--print-after*, --print-changed and --time-passes need --passes or --pipeline")
@@ -262,7 +269,7 @@ def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, e
         raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
 
 
-def _run(module, steps_text, verify_each, print_after_all, print_after, print_changed):
+def _run(module, steps_text, verify, verify_each, print_after_all, print_after, print_changed, progress=None):
     steps = parse_pipeline(steps_text)
     observers = []
     if print_after_all or print_after or print_changed:
@@ -270,7 +277,7 @@ def _run(module, steps_text, verify_each, print_after_all, print_after, print_ch
         if print_changed:
             printer.last_text = format_module(module)
         observers.append(printer)
-    runner = PassRunner(verify_each, observers)
+    runner = PassRunner(verify_each if verify else False, observers, verify=verify, progress=progress)
     runner.run(module, steps)
     return runner.events
 

@@ -15,6 +15,7 @@ from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
 from hlo.passes.sharding_propagation import is_sharded
 from hlo.passes.spmd_partitioner import device_count
+from hlo.progress import Progress
 from hlo.spmd_run import run_partitioned
 from hlo_cli import npz_inputs
 from hlo_cli.common import UsageError, did_you_mean, read_text, tool_main, version_option, write_atomic
@@ -87,7 +88,8 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
 @click.option("--time-compile", is_flag=True,
               help="--backend cpu: print the compile's phases (pipeline, lowering, LLVM, loading) and cache hits.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar while compiling.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
+              "taking over a second).")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
@@ -98,7 +100,8 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     if (threads is not None or time_compile) and backend != "cpu":
         raise UsageError("--threads and --time-compile need --backend cpu")
     name, text = read_text(module_file)
-    module = load_module(text, name, verify=verify)
+    with Progress("loading", quiet=quiet) as progress:
+        module = load_module(text, name, verify=verify, progress=progress)
     if is_sharded(module):
         _run_global(module, module_file, inputs_file, input_items, random_inputs, seed, partitions, backend,
                     repeat, output, print_result, full=full)

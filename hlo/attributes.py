@@ -254,7 +254,7 @@ class AliasMapEntry:
 
 _MD_STRING_FIELDS = ("op_type", "op_name", "source_file", "deduplicated_name", "scheduling_name")
 _MD_INT_FIELDS = ("source_line", "source_end_line", "source_column", "source_end_column", "stack_frame_id")
-_STRING_RE = r'"(?:\\.|[^"\\])*"'
+_STRING_RE = r'"(?:[^"\\]++|\\.)*+"'  # (possessive: one step per run of characters)
 # A whole metadata={...} value whose fields all have the right kind of value: checked with
 # one match at parse time, so the fields themselves can be parsed lazily.
 METADATA_FIELD_RE = re.compile(

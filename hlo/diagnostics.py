@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 
 class SourceFile:
@@ -50,8 +50,9 @@ class SourceFile:
         return SourceLoc(self, offset)
 
 
-@dataclass(frozen=True)
-class SourceLoc:
+class SourceLoc(NamedTuple):
+    """A place in a source file. (A named tuple, immutable: parsing makes one per instruction,
+    operand and attribute, and a tuple is the cheapest object to make.)"""
     file: SourceFile
     offset: int
 

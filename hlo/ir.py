@@ -1,7 +1,10 @@
 """The in-memory HLO module: Module, Computation, Instruction, with use-def links.
 
-Instructions keep their operands in order and their users; computations keep
-their instructions in program (text) order. Opcode-specific attributes live in
+Instructions keep their operands in order and their users (one entry per use), and
+their control predecessors and successors; computations keep their instructions in
+program (text) order. Every edit costs time proportional to what it touches, not to the
+size of the computation: replacing uses visits the uses, removing or inserting an
+instruction is recorded and the order list is rebuilt once, on the next read. Opcode-specific attributes live in
 `Instruction.attrs` with the typed values the parser produced (see
 hlo/attributes.py); attributes any instruction may carry (metadata, sharding,
 frontend attributes, backend config, control predecessors ...) have fields of
@@ -9,7 +12,6 @@ their own. Every node remembers where it came from (`loc`).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -18,10 +20,16 @@ from .opcodes import AttrKind, OPCODES, Op, OpInfo
 from .shapes import Shape
 
 
+# opcode -> {attribute naming called computations: whether it holds a list of them}
+_CALLED_ATTRIBUTES = {name: {a.name: a.kind is AttrKind.COMPUTATION_LIST for a in info.attrs
+                             if a.kind is AttrKind.COMPUTATION or a.kind is AttrKind.COMPUTATION_LIST}
+                      for name, info in OPCODES.items()}
+
+
 class Instruction:
     __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
                  "metadata", "sharding", "frontend_attributes", "backend_config",
-                 "control_predecessors", "statistics", "origin", "parameter_replication",
+                 "_control_predecessors", "control_successors", "statistics", "origin", "parameter_replication",
                  "operand_locs", "attr_locs", "__weakref__")
 
     def __init__(self, name: str, opcode: str, shape: Optional[Shape], operands=(), attrs=None,
@@ -38,7 +46,8 @@ class Instruction:
         self.sharding = None             # generic value (printed back canonically) or None
         self.frontend_attributes = None  # hlo.attributes.FrontendAttributes or None
         self.backend_config: Optional[str] = None
-        self.control_predecessors: list[Instruction] = []
+        self._control_predecessors: list[Instruction] = []
+        self.control_successors: list[Instruction] = []  # kept by the control_predecessors setter
         self.statistics = None
         self.origin = None
         self.parameter_replication = None
@@ -65,16 +74,18 @@ class Instruction:
 
     def called_computations(self) -> list["Computation"]:
         """Computations this instruction calls, in attribute order."""
+        kinds = _CALLED_ATTRIBUTES.get(self.opcode)
+        if not kinds:
+            return []
         out = []
-        specs = OPCODES[self.opcode].attr_map if self.opcode in OPCODES else {}
         for name, value in self.attrs.items():
-            spec = specs.get(name)
-            if spec is None or value is None:
+            is_list = kinds.get(name)
+            if is_list is None or value is None:
                 continue
-            if spec.kind is AttrKind.COMPUTATION:
-                out.append(value)
-            elif spec.kind is AttrKind.COMPUTATION_LIST:
+            if is_list:
                 out.extend(value)
+            else:
+                out.append(value)
         return out
 
     # -- use-def maintenance
@@ -96,15 +107,39 @@ class Instruction:
         new.users.append(self)
 
     def replace_all_uses_with(self, new: "Instruction") -> None:
-        """Point every user (and the computation root) at `new` instead of self."""
-        for user in list(self.users):
-            for i, op in enumerate(user.operands):
+        """Point every user (control successors and the computation root too) at `new` instead of self.
+
+        Costs time proportional to the uses, whatever the size of the computation."""
+        users, self.users = self.users, []
+        seen: set[int] = set()
+        for user in users:
+            if id(user) in seen:  # a user appears once per use: its slots are all replaced the first time
+                continue
+            seen.add(id(user))
+            operands = user.operands
+            for i, op in enumerate(operands):
                 if op is self:
-                    user.replace_operand(i, new)
-        for user in list(self.parent.instructions if self.parent else []):
-            user.control_predecessors = [new if p is self else p for p in user.control_predecessors]
-        if self.parent is not None and self.parent.root is self:
-            self.parent.root = new
+                    operands[i] = new
+                    new.users.append(user)
+        parent = self.parent
+        for successor in list(self.control_successors):
+            if parent is not None and successor.parent is parent:
+                successor.control_predecessors = [new if p is self else p for p in successor.control_predecessors]
+        if parent is not None and parent.root is self:
+            parent.root = new
+
+    # -- control dependencies: the setter keeps the predecessors' control_successors in step
+    @property
+    def control_predecessors(self) -> list["Instruction"]:
+        return self._control_predecessors
+
+    @control_predecessors.setter
+    def control_predecessors(self, predecessors) -> None:
+        for old in self._control_predecessors:
+            old.control_successors.remove(self)
+        self._control_predecessors = list(predecessors)
+        for new in self._control_predecessors:
+            new.control_successors.append(self)
 
     def clone(self, operands, name: Optional[str] = None) -> "Instruction":
         """A copy of this instruction (not yet in any computation) over other operands."""
@@ -125,9 +160,18 @@ class Instruction:
 
 
 class Computation:
+    """A list of instructions in program order, its root, and where it was written.
+
+    `instructions` is a plain list. `add(..., before=x)` and `remove` only record the
+    change (constant time), and the list is rebuilt on its next read, so that a pass
+    making many edits between reads costs time linear in the size of the computation.
+    """
+
     def __init__(self, name: str, loc: Optional[SourceLoc] = None):
         self.name = name
-        self.instructions: list[Instruction] = []
+        self._instructions: list[Instruction] = []
+        self._removed: Optional[set[int]] = None                     # ids removed since the last rebuild
+        self._inserted: Optional[dict[int, list[Instruction]]] = None  # id(x) -> instructions to put before x
         self.root: Optional[Instruction] = None
         self.parent: Optional[Module] = None
         self.is_entry = False
@@ -141,6 +185,18 @@ class Computation:
         return f"<computation %{self.name}>"
 
     @property
+    def instructions(self) -> list[Instruction]:
+        """The instructions in program order (operands before users)."""
+        if self._removed is not None or self._inserted is not None:
+            self._rebuild()
+        return self._instructions
+
+    @instructions.setter
+    def instructions(self, instructions) -> None:
+        self._instructions = list(instructions)
+        self._removed = self._inserted = None
+
+    @property
     def parameters(self) -> list[Instruction]:
         params = [i for i in self.instructions if i.opcode == Op.PARAMETER]
         return sorted(params, key=lambda p: p.attrs["parameter_number"])
@@ -149,31 +205,65 @@ class Computation:
         return [p.shape for p in self.parameters]
 
     def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
-        """Append (or insert before `before`) an instruction."""
-        inst.parent = self
+        """Append (or insert before `before`, an instruction of this computation) an instruction."""
+        if self._removed is not None and id(inst) in self._removed:
+            self._rebuild()  # added back after a removal: its old place must go first
         if before is None:
-            self.instructions.append(inst)
-        else:
-            self.instructions.insert(self.instructions.index(before), inst)
+            inst.parent = self
+            self._instructions.append(inst)
+            return inst
+        if before.parent is not self and not self._holds(before):
+            raise ValueError(f"cannot insert before %{before.name}: it is not in computation %{self.name}")
+        inst.parent = self
+        if self._inserted is None:
+            self._inserted = {}
+        self._inserted.setdefault(id(before), []).append(inst)
         return inst
 
     def remove(self, inst: Instruction) -> None:
         """Remove an instruction that has no users."""
         assert not inst.users, f"removing {inst.name} which still has users"
+        if inst.parent is not self and not self._holds(inst):
+            raise ValueError(f"%{inst.name} is not in computation %{self.name}")
         for op in inst.operands:
             op.users.remove(inst)
         inst.operands = []
-        self.instructions.remove(inst)
+        if self._removed is None:
+            self._removed = set()
+        self._removed.add(id(inst))
         inst.parent = None
+
+    def _holds(self, inst: Instruction) -> bool:
+        """Whether `inst` is in the list though its parent says otherwise (a linear scan, for that odd case)."""
+        return any(i is inst for i in self.instructions)
+
+    def _rebuild(self) -> None:
+        """Apply the recorded insertions and removals to the instruction list."""
+        removed = self._removed or ()
+        inserted = self._inserted
+        order: list[Instruction] = []
+        if inserted:
+            for inst in self._instructions:
+                if id(inst) in inserted:
+                    _emit_with_insertions(inst, inserted, removed, order)
+                elif id(inst) not in removed:
+                    order.append(inst)
+        else:
+            order = [inst for inst in self._instructions if id(inst) not in removed]
+        self._instructions = order
+        self._removed = self._inserted = None
 
     def by_name(self) -> dict[str, Instruction]:
         return {i.name: i for i in self.instructions}
 
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
+        instructions = self.instructions
+        if _in_post_order(instructions):
+            return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
         order: list[Instruction] = []
-        for start in self.instructions:
+        for start in instructions:
             stack = [(start, False)]
             while stack:
                 inst, expanded = stack.pop()
@@ -188,6 +278,36 @@ class Computation:
                     if id(op) not in seen:
                         stack.append((op, False))
         return order
+
+
+def _in_post_order(instructions: list[Instruction]) -> bool:
+    """Whether every operand and control predecessor comes before its user in the list."""
+    seen: set[int] = set()
+    add = seen.add
+    for inst in instructions:
+        for op in inst.operands:
+            if id(op) not in seen:
+                return False
+        if inst._control_predecessors:
+            for op in inst._control_predecessors:
+                if id(op) not in seen:
+                    return False
+        add(id(inst))
+    return len(seen) == len(instructions)  # (an instruction listed twice is left to the search)
+
+
+def _emit_with_insertions(inst: Instruction, inserted: dict, removed, order: list) -> None:
+    """Append to `order` what was inserted before `inst` (and, in turn, before those), then `inst`."""
+    stack = [(inst, iter(inserted.pop(id(inst), ())))]
+    while stack:
+        node, waiting = stack[-1]
+        first = next(waiting, None)
+        if first is not None:
+            stack.append((first, iter(inserted.pop(id(first), ()))))
+            continue
+        stack.pop()
+        if id(node) not in removed:
+            order.append(node)
 
 
 @dataclass
@@ -289,7 +409,6 @@ class Module:
 
 # --------------------------------------------------------------------------- names
 
-_SUFFIX = re.compile(r"^(.*?)\.(\d+)$")
 
 
 class NameUniquer:
@@ -303,20 +422,25 @@ class NameUniquer:
 
     def reserve(self, name: str) -> None:
         self._taken.add(name)
-        base, n = _split_suffix(name)
-        if n is not None:
-            self._next[base] = max(self._next.get(base, 1), n + 1)
+        base, dot, digits = name.rpartition(".")
+        if dot and digits.isdecimal():  # `add.12`: the next `add` is add.13 at least
+            n = int(digits) + 1
+            if n > self._next.get(base, 1):
+                self._next[base] = n
 
     def unique(self, wanted: str) -> str:
-        if wanted not in self._taken:
+        taken = self._taken
+        if wanted not in taken:
             self.reserve(wanted)
             return wanted
         base, _ = _split_suffix(wanted)
         n = self._next.get(base, 1)
-        while f"{base}.{n}" in self._taken:
-            n += 1
         name = f"{base}.{n}"
-        self.reserve(name)
+        while name in taken:
+            n += 1
+            name = f"{base}.{n}"
+        taken.add(name)
+        self._next[base] = n + 1
         return name
 
     @staticmethod
@@ -327,7 +451,8 @@ class NameUniquer:
 
 
 def _split_suffix(name: str) -> tuple[str, Optional[int]]:
-    m = _SUFFIX.match(name)
-    if m:
-        return m.group(1), int(m.group(2))
+    """`add.12` -> ('add', 12); `add` -> ('add', None) (as the pattern `(.*?)\\.(\\d+)` would split it)."""
+    base, dot, digits = name.rpartition(".")
+    if dot and digits.isdecimal():
+        return base, int(digits)
     return name, None

@@ -11,7 +11,7 @@ import re
 import ml_dtypes
 import numpy as np
 
-from .shapes import PRIMITIVE_TYPES
+from .shapes import PRIMITIVE_TYPES, PrimitiveType
 
 
 # --------------------------------------------------------------------------- strings

@@ -22,9 +22,9 @@ from typing import Optional
 
 from ..attributes import format_int_list
 from ..diagnostics import Diagnostic, DiagnosticSink, SourceLoc
-from ..opcodes import OPCODES, Op
-from ..shape_inference import (ShapeError, compatible, display_opcode, fmt, infer_shape, numbered_parameters,
-                               subshape)
+from ..opcodes import OPCODES, Op, Trait, ops_with
+from ..shape_inference import (ShapeError, ShapeTokens, compatible, display_opcode, fmt, infer_shape,
+                               numbered_parameters, subshape)
 
 
 def check_module(module) -> None:
@@ -32,8 +32,9 @@ def check_module(module) -> None:
     sink = DiagnosticSink()
     if module.entry is None:
         sink.add(Diagnostic("the module has no ENTRY computation", None))
+    valid = ValidInstructions()
     for comp in module.computations:
-        _check_computation(comp, sink)
+        _check_computation(comp, sink, valid)
     _check_entry_layout(module, sink)
     _check_io_aliasing(module, sink)
     _raise_in_source_order(sink)
@@ -58,27 +59,63 @@ def _error(message: str, loc: Optional[SourceLoc], *notes: tuple[str, Optional[S
 # --------------------------------------------------------------------------- instructions
 
 
-def _check_instruction(inst, sink: DiagnosticSink, report_secondary: bool = False) -> None:
+def _check_instruction(inst, sink: DiagnosticSink, report_secondary: bool = False) -> bool:
+    """Check one instruction; whether it passed every check."""
     if inst.opcode not in OPCODES:
         sink.add(_error(f"unknown opcode '{inst.opcode}'", inst.loc))
-        return
+        return False
     if inst.shape is None:
         sink.add(_error(f"%{inst.name} has no shape", inst.loc))
-        return
+        return False
     if not _layouts_ok(inst, sink):
-        return
+        return False
     try:
         inferred = infer_shape(inst)
     except ShapeError as exc:
         if report_secondary or not exc.secondary:
             sink.add(_located(inst, exc))
-        return
+        return False
     except ValueError as exc:
         sink.add(_error(str(exc), inst.loc))
-        return
+        return False
     if not compatible(inferred, inst.shape):
         sink.add(_error(f"shape mismatch: '{display_opcode(inst)}' produces {fmt(inferred)} but the instruction "
                         f"is written as {fmt(inst.shape)}", inst.loc))
+        return False
+    return True
+
+
+# Always checked in full: the shape rules of async ops read the instructions they wrap, not only
+# their opcode, shapes and attributes (called computations are compared by identity: they do
+# not change while a module is checked); constants would only be hashed for nothing.
+_NOT_MEMOIZED = ops_with(Trait.ASYNC_WRAPPER) | {Op.CONSTANT}
+
+
+class ValidInstructions:
+    """Instructions found valid in one check of a module, by everything their checks read: opcode,
+    shape, operand shapes and attribute values (with their types, so that True and 1 differ).
+    Large modules repeat the same few kinds of instruction: each is checked in full once."""
+
+    def __init__(self):
+        self.shapes = ShapeTokens()
+        self.keys: set = set()
+
+    def key(self, inst):
+        """The memo key of `inst`, or None when it cannot have one."""
+        if inst.opcode in _NOT_MEMOIZED or inst.shape is None:
+            return None
+        attrs = ()
+        if inst.attrs:
+            attrs = tuple([(name, type(value), value) for name, value in inst.attrs.items()])
+            try:
+                hash(attrs)
+            except TypeError:
+                return None
+        shapes = self.shapes
+        try:
+            return inst.opcode, shapes(inst.shape), tuple([shapes(op.shape) for op in inst.operands]), attrs
+        except TypeError:  # an unhashable shape (a broken module): no memo
+            return None
 
 
 def _located(inst, exc: ShapeError) -> Diagnostic:
@@ -114,7 +151,7 @@ def _layouts_ok(inst, sink: DiagnosticSink) -> bool:
 # --------------------------------------------------------------------------- computations
 
 
-def _check_computation(comp, sink: DiagnosticSink) -> None:
+def _check_computation(comp, sink: DiagnosticSink, valid: ValidInstructions) -> None:
     if not comp.instructions:
         sink.add(_error(f"computation %{comp.name} has no instructions", comp.loc))
         return
@@ -122,7 +159,11 @@ def _check_computation(comp, sink: DiagnosticSink) -> None:
     _check_root(comp, sink)
     for inst in comp.instructions:
         _check_operands_in(comp, inst, sink)
-        _check_instruction(inst, sink)
+        key = valid.key(inst)
+        if key is not None and key in valid.keys:
+            continue
+        if _check_instruction(inst, sink) and key is not None:
+            valid.keys.add(key)
 
 
 def _check_parameter_numbers(comp, sink: DiagnosticSink) -> None:

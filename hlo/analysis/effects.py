@@ -5,16 +5,20 @@ One definition for every layer above (passes, interpreter, code generator).
 from __future__ import annotations
 
 from ..ir import Computation, Instruction
-from ..opcodes import Op, Trait
+from ..opcodes import Op, Trait, ops_with
+
+_SIDE_EFFECTS = ops_with(Trait.SIDE_EFFECT)
+_RUN_AS_CODE = ops_with(Trait.RUNS_COMPUTATIONS_AS_CODE)
 
 
 def has_side_effect(inst: Instruction) -> bool:
     """Instructions that must stay even when their value is unused (control flow included)."""
-    if inst.info.side_effect:
+    opcode = inst.opcode
+    if opcode in _SIDE_EFFECTS:
         return True
-    if inst.opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_has_side_effect"):
+    if opcode == Op.CUSTOM_CALL and inst.attrs.get("custom_call_has_side_effect"):
         return True
-    return inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE) and any(
+    return opcode in _RUN_AS_CODE and any(
         has_side_effect(i) for c in inst.called_computations() for i in c.instructions)
 
 
@@ -32,7 +36,8 @@ def computation_has_side_effect(comp: Computation) -> bool:
 
 def is_control_predecessor(inst: Instruction) -> bool:
     """Some instruction of the same computation must run after `inst`."""
-    return inst.parent is not None and any(inst in other.control_predecessors for other in inst.parent.instructions)
+    parent = inst.parent
+    return parent is not None and any(successor.parent is parent for successor in inst.control_successors)
 
 
 def has_control_dependencies(inst: Instruction) -> bool:

@@ -15,6 +15,7 @@ from typing import Optional
 from .checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Module
+from ..progress import Progress
 from ..text.parser import parse_module, parse_module_with_recovery
 
 _UNDEFINED = re.compile(r"use of undefined instruction '%([^']+)'")
@@ -33,18 +34,26 @@ class Diagnosis:
         return sorted(self.parser + self.checker, key=lambda d: d.loc.offset if d.loc is not None else -1)
 
 
-def diagnose(text: str, filename: str = "<string>") -> Diagnosis:
-    """Parse with recovery, check what was built, and drop follow-up errors."""
+def diagnose(text: str, filename: str = "<string>", progress: Optional[Progress] = None) -> Diagnosis:
+    """Parse with recovery, check what was built, and drop follow-up errors (telling `progress`)."""
+    if progress is not None:
+        progress.stage(f"parsing {filename}")
     module, parser = parse_module_with_recovery(text, filename)
+    if progress is not None:
+        progress.stage(f"checking {filename}")
     checker = _checker_diagnostics(module, text, parser) if module is not None else []
     return Diagnosis(module, without_cascades(parser, text, real_end_of_input_first=True), checker)
 
 
-def load_module(text: str, filename: str = "<string>", verify: bool = True) -> Module:
-    """Parse (and, with verify, check) a module; HloError with every problem found."""
+def load_module(text: str, filename: str = "<string>", verify: bool = True,
+                progress: Optional[Progress] = None) -> Module:
+    """Parse (and, with verify, check) a module; HloError with every problem found. `progress`
+    (hlo.progress), if given, is told what is being done."""
     if not verify:
+        if progress is not None:
+            progress.stage(f"parsing {filename}")
         return parse_module(text, filename)
-    diagnosis = diagnose(text, filename)
+    diagnosis = diagnose(text, filename, progress)
     if diagnosis.diagnostics:
         raise HloError(diagnosis.diagnostics)
     return diagnosis.module

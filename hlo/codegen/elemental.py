@@ -30,7 +30,7 @@ from ..diagnostics import error, written_name
 from ..ir import Computation, Instruction
 from ..opcodes import Op
 from ..registry import OpRegistry
-from ..shapes import F32 as _F32, F64 as _F64, PrimitiveType, Shape, real_type_of
+from ..shapes import PrimitiveType, Shape, real_type_of
 from . import index_digits, scalar_ops
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor, row_major_offset

@@ -20,14 +20,19 @@ computations is two different instructions); computation names are global.
 from __future__ import annotations
 
 import bisect
+import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import HloError, SourceFile
-from ..text.lexer import tokenize
+from ..text.fastpath import attribute_spans, instruction_runs
+from ..text.lexer import KEYWORDS, HloLexer, tokenize
 from ..opcodes import OPCODES, AttrKind, Trait, ops_with, wrapped_attr_specs
 from ..text.grammar import load_grammar
+from ..text.parser import collections_paused
+from ..text.records import OperandRef
 
 INSTRUCTION, COMPUTATION = "instruction", "computation"
 DEFINITION, USE, DECLARATION = "definition", "use", "declaration"
@@ -40,6 +45,8 @@ INSTRUCTION_LIST_ATTRIBUTES = frozenset({"control-predecessors"})
 # Opcodes whose parentheses hold a number or a literal instead of operands.
 LITERAL_OPERAND_OPCODES = ops_with(Trait.LITERAL_OPERAND)
 _NAME_IN_OPERANDS = re.compile(r"%([A-Za-z_][A-Za-z0-9_.\-]*)")
+_START = operator.attrgetter("start")
+_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NAME_KINDS = frozenset({"NAME", "IDENT"})
 _OPERAND_START = frozenset({"LPAR", "OPERAND_NAMES", "LITERAL_TEXT"})
 _SHAPE_START = frozenset({"PRIM", "SHAPE_TEXT", "LPAR"})
@@ -121,10 +128,16 @@ class DocumentIndex:
         self._instr_starts: list[int] = []
 
     def finish(self) -> "DocumentIndex":
-        self.occurrences.sort(key=lambda o: o.start)
+        self.occurrences.sort(key=_START)
         self._starts = [o.start for o in self.occurrences]
+        by_key = self._by_key
         for occ in self.occurrences:
-            self._by_key.setdefault(occ.key, []).append(occ)
+            key = (occ.kind, occ.scope, occ.name)
+            found = by_key.get(key)
+            if found is None:
+                by_key[key] = [occ]
+            else:
+                found.append(occ)
         self._instr_starts = [i.start for i in self.instructions]
         return self
 
@@ -191,23 +204,36 @@ class _UnterminatedString(Exception):
         self.offset = offset
 
 
-def lex_tolerantly(text: str, should_stop: Optional[Callable[[], bool]] = None
-                   ) -> tuple[list[str], list[int], list[str]]:
+class FastLine:
+    """An ordinary instruction line (hlo/text/fastpath.py reads it), as the walk needs it: where its
+    parts are. Runs of such lines come from the lexer as one INSTRUCTION_LINES token."""
+    __slots__ = ("match", "record", "end")
+
+    def __init__(self, match, record, end: int):
+        self.match, self.record, self.end = match, record, end
+
+
+def lex_tolerantly(text: str, should_stop: Optional[Callable[[], bool]] = None, fast_lines: bool = True
+                   ) -> tuple[list[str], list[int], list]:
     """Token kinds, start offsets and texts; a line the lexer rejects is skipped from the bad character.
 
     A string running over several lines is taken for an unterminated one (the printer escapes line
-    breaks), so that one missing '"' does not swallow the statements that follow.
+    breaks), so that one missing '"' does not swallow the statements that follow. With `fast_lines`,
+    a run of ordinary instruction lines is one INSTRUCTION_LINES token whose value is its FastLines.
     """
     load_grammar()  # installs the lexer's regular expressions
     kinds: list[str] = []
     starts: list[int] = []
-    values: list[str] = []
+    values: list = []
+    runs = instruction_runs(text, FastLine) if fast_lines else {}
     base = 0
     while base < len(text):
         chunk = text if base == 0 else text[base:]
+        chunk_runs = runs if base == 0 else {start - base: (end - base, lines) for start, (end, lines) in runs.items()
+                                             if start >= base}
         try:
-            for tok in tokenize(chunk, False, SourceFile("<index>", chunk)):
-                value = str.__str__(tok)
+            for tok in tokenize(chunk, False, SourceFile("<index>", chunk), chunk_runs):
+                value = str.__str__(tok) if tok.type != "INSTRUCTION_LINES" else tok.value
                 if tok.type == "STRING" and "\n" in value:
                     raise _UnterminatedString(tok.start_pos)
                 kinds.append(tok.type)
@@ -235,20 +261,44 @@ def lex_tolerantly(text: str, should_stop: Optional[Callable[[], bool]] = None
 
 
 class _Walker:
-    def __init__(self, text: str, should_stop: Optional[Callable[[], bool]] = None):
+    def __init__(self, text: str, should_stop: Optional[Callable[[], bool]] = None, fast_lines: bool = True):
         self.text = text
         self.should_stop = should_stop
-        self.kinds, self.starts, self.values = lex_tolerantly(text, should_stop)
+        self.kinds, self.starts, self.values = lex_tolerantly(text, should_stop, fast_lines)
         self.n = len(self.kinds)
         self.index = DocumentIndex(text)
 
+    def real(self, j: int) -> None:
+        """Where the statement structure is not a body's, a run of ordinary instruction lines is read
+        as the lexer's tokens of those lines (what a text that breaks the structure gets)."""
+        if j < self.n and self.kinds[j] == "INSTRUCTION_LINES":
+            lines = self.values[j]
+            start, end = self.starts[j], lines[-1].end
+            chunk = self.text[start:end]
+            tokens = [(t.type, t.start_pos + start, str.__str__(t)) for t in tokenize(chunk, False, None)]
+            self.kinds[j:j + 1] = [t[0] for t in tokens]
+            self.starts[j:j + 1] = [t[1] for t in tokens]
+            self.values[j:j + 1] = [t[2] for t in tokens]
+            self.n = len(self.kinds)
+
     # ---- token helpers
+    def real_last_line(self, j: int) -> None:
+        """Token j, a run of ordinary lines whose others are read, becomes the tokens of its last line."""
+        line = self.values[j][-1]
+        start = line.match.start("root") if line.record.is_root else line.record.pos
+        self.kinds[j] = "INSTRUCTION_LINES"
+        self.values[j] = [line]
+        self.starts[j] = start
+        self.real(j)
+
     def kind(self, j: int) -> str:
         return self.kinds[j] if j < self.n else "$END"
 
     def end(self, j: int) -> int:
         """Offset just after token j (a glued '=' or ':' included)."""
         k = self.kinds[j]
+        if k == "INSTRUCTION_LINES":
+            return self.values[j][-1].end
         extra = 1 if k in ("NAME", "ATTR_NAME", "COLON_NAME") else 0
         return self.starts[j] + len(self.values[j]) + extra
 
@@ -275,6 +325,7 @@ class _Walker:
     def run(self) -> DocumentIndex:
         j = 0
         while j < self.n:
+            self.real(j)
             k = self.kinds[j]
             if k == "HLOMODULE":
                 j = self.header(j)
@@ -288,11 +339,13 @@ class _Walker:
         start = self.starts[j]
         last = j
         j += 1
+        self.real(j)
         if self.kind(j) in ("NAME", "IDENT", "COLON_NAME"):  # the module's name
             last = j
             j += 1
         depth = 0
         while j < self.n:
+            self.real(j)
             k = self.kinds[j]
             if depth == 0 and k in ("ENTRY", "NAME", "IDENT") and self.first_on_line(j) \
                     and self.kinds[j - 1] not in ("ATTR_NAME", "EQUAL"):
@@ -308,6 +361,7 @@ class _Walker:
         is_entry = self.kinds[j] == "ENTRY"
         if is_entry:
             j += 1
+            self.real(j)
             if self.kind(j) not in _NAME_KINDS:
                 return j
         number = len(self.index.computations)
@@ -325,6 +379,7 @@ class _Walker:
         """Step over `(params) -> shape`; stop at the body's '{' or at a statement."""
         depth = 0
         while j < self.n:
+            self.real(j)
             k = self.kinds[j]
             if depth == 0 and k == "LBRACE":
                 return j
@@ -339,6 +394,18 @@ class _Walker:
     def body(self, j: int, comp: CompEntry) -> int:
         while j < self.n:
             k = self.kinds[j]
+            if k == "INSTRUCTION_LINES":
+                lines = self.values[j]
+                for line in lines[:-1]:
+                    self.fast_instruction(line, comp)
+                if j + 1 < self.n and not self.boundary(j + 1, 0):
+                    self.real_last_line(j)  # the next line goes on with the statement: read by the walk
+                    continue
+                self.fast_instruction(lines[-1], comp)
+                j += 1
+                if self.should_stop is not None and self.should_stop():
+                    raise IndexingStopped()
+                continue
             if k == "RBRACE":
                 comp.close = self.starts[j]
                 return self.computation_tail(j + 1)
@@ -358,6 +425,7 @@ class _Walker:
     def computation_tail(self, j: int) -> int:
         """Step over `, execution_thread="..."` after a computation's '}'."""
         while self.kind(j) == "COMMA" and self.kind(j + 1) == "ATTR_NAME" and j + 2 < self.n:
+            self.real(j + 2)
             j += 3
         return j
 
@@ -365,7 +433,7 @@ class _Walker:
     def boundary(self, j: int, depth: int) -> bool:
         """Token j ends the current instruction (when not nested in brackets)."""
         k = self.kinds[j]
-        if k in ("ROOT", "ENTRY", "HLOMODULE"):
+        if k in ("ROOT", "ENTRY", "HLOMODULE", "INSTRUCTION_LINES"):
             return True
         if depth > 0:  # an unclosed bracket still ends at the next `name = ...` line
             return k in _NAME_KINDS and self.kind(j + 1) == "EQUAL" and self.first_on_line(j)
@@ -376,6 +444,7 @@ class _Walker:
         is_root = self.kinds[j] == "ROOT"
         if is_root:
             j += 1
+            self.real(j)
             if self.kind(j) not in _NAME_KINDS:
                 return j
         definition = self.name_occurrence(j, INSTRUCTION, comp.number, DEFINITION)
@@ -392,6 +461,52 @@ class _Walker:
             j, last = self.attributes(j, inst, comp, last)
         inst.end = self.end(last)
         return j
+
+    def fast_instruction(self, line: FastLine, comp: CompEntry) -> None:
+        """What `instruction` makes of the tokens of an ordinary line, read from its parts."""
+        m, rec, occurrences = line.match, line.record, self.index.occurrences
+        name_start = rec.pos + (self.text[rec.pos] == "%")
+        definition = Occurrence(name_start, name_start + len(rec.name), rec.name, INSTRUCTION, comp.number, DEFINITION)
+        occurrences.append(definition)
+        start = m.start("root") if rec.is_root else rec.pos
+        inst = InstrEntry(rec.name, rec.pos, definition, start, definition.end, rec.is_root, comp, rec.opcode,
+                          rec.opcode_pos, m.start("shape"), m.end("shape"), m.start("operands"), m.end("operands") - 1)
+        comp.instructions.append(inst)
+        self.index.instructions.append(inst)
+        if rec.opcode not in LITERAL_OPERAND_OPCODES or self.operand_names_token(m):
+            for op in rec.operands:
+                if type(op) is OperandRef:
+                    op_start = op.pos + (self.text[op.pos] == "%")
+                    occ = Occurrence(op_start, op_start + len(op.name), op.name, INSTRUCTION, comp.number, USE,
+                                     "operand")
+                    occurrences.append(occ)
+                    inst.operands.append(occ)
+        if rec.attrs:
+            computation_attrs = _computation_attributes(rec.opcode)
+            spans = attribute_spans(self.text, m.start("attrs"), line.end)
+            for (name, name_start, value_start, value_end), (_, value, _) in zip(spans, rec.attrs):
+                inst.attributes.append(Attribute(name, name_start, value_start, value_end))
+                if name in computation_attrs or name in INSTRUCTION_LIST_ATTRIBUTES:
+                    self.fast_attribute_name(name, value_start, value_end, comp, computation_attrs)
+        inst.end = line.end
+
+    def operand_names_token(self, m) -> bool:
+        """Whether the lexer reads the line's operands as one OPERAND_NAMES token (whose names `operands`
+        records whatever the opcode)."""
+        names = HloLexer.context_regexes["OPERAND_NAMES"].match(self.text, m.start("operands"))
+        return names is not None and names.end() == m.end("operands")
+
+    def fast_attribute_name(self, attribute: str, start: int, end: int, comp: CompEntry, computation_attrs) -> None:
+        """The name an ordinary line's attribute value spells (a single word: the only names such values
+        hold), as attribute_names records it."""
+        word = self.text[start:end]
+        if word[0] == "%":
+            start += 1
+            word = word[1:]
+        elif not _BARE_NAME.fullmatch(word) or word in KEYWORDS or word == "nan":
+            return  # not a name token (a number, a keyword, braces, a string ...)
+        kind, scope = (COMPUTATION, -1) if attribute in computation_attrs else (INSTRUCTION, comp.number)
+        self.index.occurrences.append(Occurrence(start, end, word, kind, scope, USE, attribute))
 
     def shape_and_opcode(self, j: int, inst: InstrEntry, last: int) -> tuple[int, int]:
         depth = 0
@@ -497,6 +612,7 @@ class _Walker:
                 self.name_occurrence(k, kind, scope, USE, name)
 
 
+@functools.lru_cache(maxsize=1024)
 def _computation_attributes(opcode: Optional[str]) -> frozenset:
     try:
         specs = wrapped_attr_specs(opcode)
@@ -505,9 +621,13 @@ def _computation_attributes(opcode: Optional[str]) -> frozenset:
     return frozenset(s.name for s in specs.values() if s.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
 
 
-def build_index(text: str, should_stop: Optional[Callable[[], bool]] = None) -> DocumentIndex:
+def build_index(text: str, should_stop: Optional[Callable[[], bool]] = None, fast_lines: bool = True
+                ) -> DocumentIndex:
     """The name index of a document (never raises on bad input).
 
     should_stop, when given, is polled now and then: IndexingStopped is raised as soon as it says True.
+    fast_lines: ordinary instruction lines are read from their parts (what tests compare with the walk
+    over every token).
     """
-    return _Walker(text, should_stop).run()
+    with collections_paused():
+        return _Walker(text, should_stop, fast_lines).run()

@@ -48,6 +48,7 @@ from .analysis import Analysis, Problem, analyse, cached_analysis, content_key
 from .formatting import format_text
 from .incremental import LineChanges, line_changes, quick_problems
 from .text import UTF8, UTF16, UTF32, LineIndex
+from ..text.fastpath import keep_last_text
 
 VERSION = "0.1.0"
 DEFAULT_DEBOUNCE_SECONDS = 0.1
@@ -80,6 +81,7 @@ class HloLanguageServer(LanguageServer):
         self._line_index: Optional[LineIndex] = None
         self._gc_timer: Optional[asyncio.TimerHandle] = None
         self._analyses_since_gc = 0
+        keep_last_text(True)  # a text's lines, read by its analysis, are read again by its name index
 
     # ---- documents
     @property

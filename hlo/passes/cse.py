@@ -5,6 +5,7 @@ from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
 from ..opcodes import Op
+from ..shape_inference import ShapeTokens
 from .base import Pass, register
 
 
@@ -15,19 +16,21 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, module: Module) -> bool:
         fingerprints: dict[int, tuple] = {}
-        return any([merge_duplicates(comp, fingerprints) for comp in module.computations])
+        shapes = ShapeTokens()
+        return any([merge_duplicates(comp, fingerprints, shapes) for comp in module.computations])
 
 
-def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> bool:
+def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None) -> bool:
     """Merge identical instructions of `comp`; called computations compare by content."""
     fingerprints = {} if fingerprints is None else fingerprints
+    shapes = ShapeTokens() if shapes is None else shapes
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
         # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
         if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
             continue
-        key = _key(inst, fingerprints)
+        key = _key(inst, fingerprints, shapes)
         if key is None:
             continue
         earlier = seen.get(key)
@@ -41,11 +44,11 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
     return changed
 
 
-def _key(inst: Instruction, fingerprints: dict):
+def _key(inst: Instruction, fingerprints: dict, shapes: ShapeTokens):
     try:
-        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items()))
+        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items())) if inst.attrs else ()
         # backend_config carries a custom call's options (a LAPACK call's uplo, trans ...)
-        key = (inst.opcode, inst.shape, tuple(id(op) for op in inst.operands), attrs, inst.backend_config)
+        key = (inst.opcode, shapes(inst.shape), tuple(map(id, inst.operands)), attrs, inst.backend_config)
         hash(key)
         return key
     except TypeError:  # an attribute value we cannot compare safely: leave it alone

@@ -34,12 +34,13 @@ contains a reduce or reduce-window (a reduction fusion), kLoop otherwise.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, NamedTuple, Optional
 
 from ..ir import Computation, Instruction, Module, NameUniquer
-from ..opcodes import OPCODES, Op, Trait, has_trait
+from ..opcodes import OPCODES, Op, Trait, has_trait, ops_with
 from .analysis import reachable_computations
 from .base import Pass, register
+from .fused_computation import FusedComputation
 
 # Which ops fuse, are heroes, are cheap or expensive: the table's traits (LOOP_FUSIBLE,
 # OUTPUT_FUSION_HERO, REDUCTION_FUSION_HERO, CHEAP, EXPENSIVE, EXPENSIVE_IF_COMPLEX, DIVISION,
@@ -47,6 +48,17 @@ from .base import Pass, register
 MAX_REDUCTIONS_IN_FUSION = 5     # XLA:CPU's kMaxReductionsInFusion
 MAX_CONCATENATE_OPERANDS = 8     # XLA:CPU's kMaxConcatenateArguments
 FUSIBLE_KINDS = ("kLoop", "kInput", "kOutput")
+
+# The traits fusion asks about for every instruction it looks at, as sets of opcodes
+# (a set lookup is much cheaper than combining trait flags).
+_OUTPUT_HEROES = ops_with(Trait.OUTPUT_FUSION_HERO)
+_REDUCTION_HEROES = ops_with(Trait.REDUCTION_FUSION_HERO)
+_LOOP_FUSIBLE = ops_with(Trait.LOOP_FUSIBLE)
+_EXPENSIVE_IF_COMPLEX = ops_with(Trait.EXPENSIVE_IF_COMPLEX)
+_DIVISIONS = ops_with(Trait.DIVISION)
+_EXPENSIVE = ops_with(Trait.EXPENSIVE)
+_CHEAP = ops_with(Trait.CHEAP)
+_REUSES_OPERANDS = ops_with(Trait.READS_OPERAND_ELEMENTS_REPEATEDLY)
 
 
 @register
@@ -94,25 +106,26 @@ def is_loop_fusible(inst: Instruction) -> bool:
     info = OPCODES.get(inst.opcode)
     if info is None or info.side_effect:
         return False
-    return info.is_elementwise or info.has(Trait.LOOP_FUSIBLE)
+    return info.is_elementwise or inst.opcode in _LOOP_FUSIBLE
 
 
 def is_expensive(inst: Instruction) -> bool:
     """XLA:CPU's cost model: work we would rather not do twice."""
     if inst.opcode == Op.FUSION:
         return any(is_expensive(i) for i in fused_instructions(inst))
-    info = OPCODES.get(inst.opcode)
+    opcode = inst.opcode
+    info = OPCODES.get(opcode)
     if info is None:
         return True
-    if info.has(Trait.EXPENSIVE_IF_COMPLEX):
+    if opcode in _EXPENSIVE_IF_COMPLEX:
         return inst.shape.element_type.is_complex
-    if info.has(Trait.DIVISION):
+    if opcode in _DIVISIONS:
         return not inst.shape.element_type.is_integral or not _is_constant_scalar_like(inst.operands[1])
-    if inst.opcode == Op.CONVERT:
+    if opcode == Op.CONVERT:
         return inst.shape.element_type.name == "bf16" and inst.operands[0].shape.element_type.name == "f32"
     if info.is_elementwise:
-        return info.transcendental or info.has(Trait.EXPENSIVE) or info.side_effect
-    return not info.has(Trait.CHEAP)
+        return info.transcendental or opcode in _EXPENSIVE or info.side_effect
+    return opcode not in _CHEAP
 
 
 def _is_constant_scalar_like(inst: Instruction) -> bool:
@@ -133,7 +146,7 @@ def op_reuses_operand(inst: Instruction, index: int) -> bool:
     operand = inst.operands[index]
     if inst.opcode == Op.BROADCAST:
         return inst.shape.element_count() > operand.shape.element_count()
-    if has_trait(inst.opcode, Trait.READS_OPERAND_ELEMENTS_REPEATEDLY):
+    if inst.opcode in _REUSES_OPERANDS:
         return True
     if inst.opcode == Op.GATHER:
         return index == 0
@@ -186,14 +199,49 @@ def _parameter(body: Computation, number: int) -> Instruction:
     raise KeyError(number)
 
 
-def _count(insts, trait: Trait) -> int:
-    return sum(1 for i in insts if has_trait(i.opcode, trait))
+class BodyFacts(NamedTuple):
+    """What fusion decisions ask about the instructions a fusion stands for (parameters aside);
+    every field adds up when two fusions merge."""
+    output_heroes: int            # dots and convolutions
+    reductions: int               # reduces and reduce-windows
+    outside_epilogue: int         # instructions that cannot be part of a dot's epilogue
+    expensive: int                # instructions expensive whatever their operands (see is_expensive)
+    integer_divisions: int        # expensive unless their divisor is a constant, which fusing can change
 
 
-def fusion_kind(body: Computation) -> str:
-    if _count(body.instructions, Trait.OUTPUT_FUSION_HERO):
+def _is_integer_division(inst: Instruction) -> bool:
+    return inst.opcode in _DIVISIONS and inst.shape.element_type.is_integral
+
+
+def instruction_facts(inst: Instruction) -> BodyFacts:
+    opcode = inst.opcode
+    division = _is_integer_division(inst)
+    return BodyFacts(int(opcode in _OUTPUT_HEROES), int(opcode in _REDUCTION_HEROES), int(not _fits_an_epilogue(inst)),
+                     int(not division and is_expensive(inst)), int(division))
+
+
+def body_facts(body: Computation) -> BodyFacts:
+    heroes = reductions = outside = expensive = divisions = 0
+    for inst in body.instructions:
+        if inst.opcode == Op.PARAMETER:
+            continue
+        facts = instruction_facts(inst)
+        heroes += facts.output_heroes
+        reductions += facts.reductions
+        outside += facts.outside_epilogue
+        expensive += facts.expensive
+        divisions += facts.integer_divisions
+    return BodyFacts(heroes, reductions, outside, expensive, divisions)
+
+
+def merged_facts(a: BodyFacts, b: BodyFacts) -> BodyFacts:
+    return BodyFacts(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
+
+
+def kind_of(facts: BodyFacts) -> str:
+    if facts.output_heroes:
         return "kOutput"
-    if _count(body.instructions, Trait.REDUCTION_FUSION_HERO):
+    if facts.reductions:
         return "kInput"
     return "kLoop"
 
@@ -225,8 +273,80 @@ def _fits_an_epilogue(inst: Instruction) -> bool:
 
 # --------------------------------------------------------------------------- the fuser
 
+class GrowingFusion:
+    """A fusion that producers fuse into one after another, and what is known about its operands.
+
+    After each fusion the fuser takes the same fusion again and offers it its remaining
+    operands. An operand it rejected stays rejected unless the producer fused since was one
+    of its users (that changes its users and what reads its parameter; nothing else a
+    decision looks at changes): only the others are offered again, so that a round costs
+    what changed rather than the number of operands. Operands are known by their
+    parameters, which keep their identity while the operand list shrinks and grows.
+    """
+
+    def __init__(self, fusion: Instruction, params: list[Instruction]):
+        self.fusion = fusion
+        self.params = params                              # the fuser's list, kept up to date by it
+        # not rejected (yet): id(parameter) -> (parameter, the operand it stands for)
+        self.pending = {id(p): (p, op) for p, op in zip(params, fusion.operands)}
+        self.rejected: dict[int, Instruction] = {}
+
+    def candidates(self, position: dict[int, int]) -> Iterator[int]:
+        """Slots of the pending operands still queued, latest in post order first (ties, one operand
+        in several slots: lower slot first). Each slot is found when it is asked for (a round
+        usually stops at the first)."""
+        ranked = []
+        for key, (param, operand) in list(self.pending.items()):
+            rank = position.get(id(operand))
+            if rank is None:  # taken off the queue already: never offered again
+                del self.pending[key]
+            else:
+                ranked.append((-rank, param))
+        ranked.sort(key=_first)
+        params = self.params
+        if any(ranked[i][0] == ranked[i - 1][0] for i in range(1, len(ranked))):  # (rare)
+            yield from [slot for _, slot in sorted((rank, params.index(param)) for rank, param in ranked)]
+            return
+        for _, param in ranked:
+            yield params.index(param)
+
+    def reject(self, slot: int) -> None:
+        param = self.params[slot]
+        self.pending.pop(id(param), None)
+        self.rejected[id(param)] = param
+
+    def fused(self, added: list[Instruction], dropped: list[Instruction], users_changed: list[Instruction]) -> None:
+        for param in dropped:
+            self.pending.pop(id(param), None)
+            self.rejected.pop(id(param), None)
+        operands = self.fusion.operands
+        for param in added:
+            self.pending[id(param)] = (param, operands[self.params.index(param)])
+        if self.rejected:
+            for slot in _slots(operands, users_changed):
+                param = self.rejected.pop(id(self.params[slot]), None)
+                if param is not None:
+                    self.pending[id(param)] = (param, operands[slot])
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _ranked(operands: list[Instruction], slots, position: dict[int, int]) -> list[int]:
+    """The slots whose operands are queued, latest in the queue first (ties: lower slot first)."""
+    ranked = [(-position[id(operands[i])], i) for i in slots if id(operands[i]) in position]
+    ranked.sort()
+    return [i for _, i in ranked]
+
+
 class ComputationFuser:
-    """Fuses one computation, XLA style: a reverse-post-order queue of consumers."""
+    """Fuses one computation, XLA style: a reverse-post-order queue of consumers.
+
+    What decisions ask about a fusion (BodyFacts, its parameters by number) is kept with
+    its FusedComputation and updated when a fusion into it changes it, so that a decision
+    costs the same whatever the size of the fusions involved.
+    """
 
     def __init__(self, module: Module, comp: Computation, names: NameUniquer):
         self.module = module
@@ -234,42 +354,86 @@ class ComputationFuser:
         self.names = names
         self.queue: list[Optional[Instruction]] = []
         self.position: dict[int, int] = {}
-        self.bodies: list[Computation] = []
+        self.fused: dict[int, FusedComputation] = {}    # by id of the computation
+        self.edited: dict[int, FusedComputation] = {}   # those changed here, in the order first changed
+        self.new_bodies: list[Computation] = []         # made here; placed before comp at the end
+        self.dropped: set[int] = set()                  # ids of fused computations merged away
+        self.facts: dict[int, tuple] = {}               # id(instruction) -> (it, BodyFacts)
+        self.do_not_duplicate: set[int] = set()
+        self.growing: Optional[GrowingFusion] = None    # the fusion taken last
         self.pinned = {id(i) for i in comp.instructions if i.control_predecessors}
         self.pinned |= {id(p) for i in comp.instructions for p in i.control_predecessors}
 
     def run(self) -> bool:
         order = self.comp.post_order()
         for inst in order:
-            self._enqueue(inst)
-        do_not_duplicate = self._globally_unfusible(order)
+            if self._may_take_part(inst):
+                self._enqueue(inst)
+        self.do_not_duplicate = self._globally_unfusible(order)
         changed = False
         while self.queue:
             consumer = self.queue.pop()
             if consumer is None or self.position.pop(id(consumer), None) is None:
                 continue
-            if not self._can_consume(consumer):
-                continue
-            for index in self._operands_in_queue_order(consumer):
-                producer = consumer.operands[index]
-                if id(producer) in do_not_duplicate or not self.should_fuse(consumer, index):
-                    continue
-                fusion = self.fuse(producer, consumer)
-                changed = True
-                self._enqueue(fusion)
-                if not producer.users:
-                    do_not_duplicate.discard(id(producer))
-                    self._dequeue(producer)
-                    self.comp.remove(producer)
-                    if producer.opcode == Op.FUSION:
-                        self._drop_computation(fused_body(producer))
-                break
-        for body in self.bodies:
-            _parameters_first(body)
-            self._name_parameters(body)
+            if self._can_consume(consumer):
+                changed |= self._fuse_one_operand(consumer)
+        self._place_computations()
+        for state in self.edited.values():
+            state.finish(self.names)
         return changed
 
+    def _fuse_one_operand(self, consumer: Instruction) -> bool:
+        """Fuse the latest operand that should be fused into `consumer`; the fusion goes back on
+        the queue, to be taken next (see GrowingFusion)."""
+        growing = None
+        if consumer.opcode == Op.FUSION:
+            growing = self.growing
+            if growing is None or growing.fusion is not consumer:
+                growing = self.growing = GrowingFusion(consumer, self._state(consumer).params)
+            candidates = growing.candidates(self.position)
+        else:
+            candidates = _ranked(consumer.operands, range(len(consumer.operands)), self.position)
+        for index in candidates:
+            producer = consumer.operands[index]
+            if id(producer) in self.do_not_duplicate or not self.should_fuse(consumer, index):
+                if growing is not None:
+                    growing.reject(index)
+                continue
+            users_changed = list(producer.operands)
+            fusion, state = self.fuse(producer, consumer)
+            self._enqueue(fusion)
+            if not producer.users:
+                self.do_not_duplicate.discard(id(producer))
+                self._dequeue(producer)
+                self.comp.remove(producer)
+                if producer.opcode == Op.FUSION:
+                    self._drop_computation(fused_body(producer))
+            if growing is None:
+                self.growing = GrowingFusion(fusion, state.params)
+            else:
+                growing.fused(state.added, state.dropped, users_changed)
+            return True
+        return False
+
+    def _place_computations(self) -> None:
+        """New fused computations go right before the computation they were made in; merged ones go."""
+        new = [body for body in self.new_bodies if id(body) not in self.dropped]
+        if not new and not self.dropped:
+            return
+        placed = []
+        for comp in self.module.computations:
+            if comp is self.comp:
+                placed.extend(new)
+            if id(comp) not in self.dropped:
+                placed.append(comp)
+        self.module.computations = placed
+
     # -- queue
+    def _may_take_part(self, inst: Instruction) -> bool:
+        """Whether `inst` could ever be fused, as a consumer or a producer (parameters, tuples,
+        custom-calls ... never are: they stay out of the queue)."""
+        return self._can_consume(inst) or (inst is not self.comp.root and self._can_produce(inst))
+
     def _enqueue(self, inst: Instruction) -> None:
         self.position[id(inst)] = len(self.queue)
         self.queue.append(inst)
@@ -279,10 +443,44 @@ class ComputationFuser:
         if slot is not None:
             self.queue[slot] = None
 
-    def _operands_in_queue_order(self, consumer: Instruction) -> list[int]:
-        """Operands still queued, latest in post order first (so no producer gets fused twice)."""
-        indices = [i for i, op in enumerate(consumer.operands) if id(op) in self.position]
-        return sorted(indices, key=lambda i: -self.position[id(consumer.operands[i])])
+    # -- what is known about fused computations and instructions
+    def _state(self, fusion: Instruction) -> FusedComputation:
+        body = fusion.attrs["calls"]
+        state = self.fused.get(id(body))
+        if state is None:
+            state = self.fused[id(body)] = FusedComputation(body)
+        return state
+
+    def _facts(self, inst: Instruction) -> BodyFacts:
+        if inst.opcode == Op.FUSION:
+            state = self._state(inst)
+            if state.facts is None:
+                state.facts = body_facts(state.body)
+            return state.facts
+        cached = self.facts.get(id(inst))
+        if cached is None:
+            cached = self.facts[id(inst)] = (inst, instruction_facts(inst))
+        return cached[1]
+
+    def _expensive(self, inst: Instruction, facts: BodyFacts) -> bool:
+        """is_expensive(inst), from its facts (integer divisions are looked at again)."""
+        if facts.expensive:
+            return True
+        if not facts.integer_divisions:
+            return False
+        if inst.opcode != Op.FUSION:
+            return is_expensive(inst)
+        return any(_is_integer_division(i) and is_expensive(i) for i in self._state(inst).instructions())
+
+    def _hero_parameters(self, fusion: Instruction) -> tuple[int, ...]:
+        """Places of the fusion's parameters that a dot or convolution reads."""
+        state = self._state(fusion)
+        if state.heroes is None:
+            state.heroes = ()
+            if self._facts(fusion).output_heroes:
+                state.heroes = tuple(i for i, p in enumerate(state.params)
+                                     if any(u.opcode in _OUTPUT_HEROES for u in p.users))
+        return state.heroes
 
     # -- decisions
     def _pinned(self, inst: Instruction) -> bool:
@@ -290,69 +488,67 @@ class ComputationFuser:
         return id(inst) in self.pinned
 
     def _can_consume(self, inst: Instruction) -> bool:
-        if self._pinned(inst):
+        if id(inst) in self.pinned:
             return False
         if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
         return is_loop_fusible(inst) or inst.opcode == Op.REDUCE_WINDOW
 
     def _can_produce(self, inst: Instruction) -> bool:
-        if inst is self.comp.root or self._pinned(inst):
+        if inst is self.comp.root or id(inst) in self.pinned:
             return False
         if inst.opcode == Op.FUSION:
             return inst.attrs.get("kind") in FUSIBLE_KINDS
         if inst.opcode == Op.CONSTANT:
             return is_effective_scalar(inst)
-        return (is_loop_fusible(inst) or has_trait(inst.opcode, Trait.OUTPUT_FUSION_HERO)
-                or inst.opcode == Op.REDUCE_WINDOW)
+        return is_loop_fusible(inst) or inst.opcode in _OUTPUT_HEROES or inst.opcode == Op.REDUCE_WINDOW
 
     def should_fuse(self, consumer: Instruction, index: int, may_duplicate_expensive: bool = False) -> bool:
+        # The checks are pure; the cheapest come first.
         producer = consumer.operands[index]
         if not self._can_produce(producer) or not self._can_consume(consumer):
             return False
         if producer.opcode == Op.CONSTANT:
             # Fuse scalar constants, but never make a fusion of just a constant and one op.
             return consumer.opcode == Op.FUSION
+        produced = self._facts(producer)
+        if produced.output_heroes:
+            return not self._feeds_output_hero(consumer, producer) and self._can_output_fuse(producer, consumer)
+        expensive = self._expensive(producer, produced)
+        if expensive and not may_duplicate_expensive and producer.users.count(consumer) != len(producer.users) \
+                and not is_always_duplicable(producer):
+            return False
         if self._feeds_output_hero(consumer, producer):
             return False
-        produced = fused_instructions(producer)
-        consumed = fused_instructions(consumer)
-        if _count(produced, Trait.OUTPUT_FUSION_HERO):
-            return self._can_output_fuse(producer, consumer)
-        if _count(consumed, Trait.OUTPUT_FUSION_HERO) and _count(produced, Trait.REDUCTION_FUSION_HERO):
+        consumed = self._facts(consumer)
+        if consumed.output_heroes and produced.reductions:
             return False
-        duplicates = any(user is not consumer for user in producer.users)
-        if duplicates and is_expensive(producer) and not is_always_duplicable(producer) \
-                and not may_duplicate_expensive:
+        if expensive and self._reuses_operand_elements(consumer, index):
             return False
-        if is_expensive(producer) and reuses_operand_elements(consumer, index):
+        if produced.reductions + consumed.reductions > MAX_REDUCTIONS_IN_FUSION:
             return False
-        reductions = _count(produced, Trait.REDUCTION_FUSION_HERO) + _count(consumed, Trait.REDUCTION_FUSION_HERO)
-        if reductions > MAX_REDUCTIONS_IN_FUSION:
-            return False
-        return not any(_inefficient_concatenate(i) for i in (producer, consumer))
+        return not (_inefficient_concatenate(producer) or _inefficient_concatenate(consumer))
+
+    def _reuses_operand_elements(self, consumer: Instruction, index: int) -> bool:
+        if consumer.opcode != Op.FUSION:
+            return op_reuses_operand(consumer, index)
+        return _read_at(self._state(consumer).params[index], {}) is REUSED
 
     def _can_output_fuse(self, producer: Instruction, consumer: Instruction) -> bool:
         """A dot/convolution (fusion) with one use fuses into the elementwise epilogue consuming it."""
         if len(producer.users) != 1 or consumer.operands.count(producer) != 1:
             return False
-        consumed = fused_instructions(consumer)
-        if _count(consumed, Trait.OUTPUT_FUSION_HERO | Trait.REDUCTION_FUSION_HERO):
+        consumed = self._facts(consumer)
+        if consumed.output_heroes or consumed.reductions or consumed.outside_epilogue:
             return False
-        epilogue_ok = all(_fits_an_epilogue(i) for i in consumed)
-        return epilogue_ok and _elements(consumer.shape) == _elements(producer.shape)
+        return _elements(consumer.shape) == _elements(producer.shape)
 
     def _feeds_output_hero(self, consumer: Instruction, producer: Instruction) -> bool:
         """Dots and convolutions call library kernels: their operands stay materialised."""
         if consumer.opcode != Op.FUSION:
             return False
-        body = fused_body(consumer)
-        for index, op in enumerate(consumer.operands):
-            if op is not producer:
-                continue
-            if any(has_trait(u.opcode, Trait.OUTPUT_FUSION_HERO) for u in _parameter(body, index).users):
-                return True
-        return False
+        operands = consumer.operands
+        return any(operands[number] is producer for number in self._hero_parameters(consumer))
 
     def _globally_unfusible(self, order: list[Instruction]) -> set[int]:
         """Producers reading more than they write, fusible only if every user can take them."""
@@ -377,32 +573,37 @@ class ComputationFuser:
         return unfusible
 
     # -- rewriting
-    def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
+    def fuse(self, producer: Instruction, consumer: Instruction) -> tuple[Instruction, FusedComputation]:
         """Fuse `producer` into `consumer` (wrapped into a new fusion first if needed)."""
         fusion = consumer if consumer.opcode == Op.FUSION else self._wrap(consumer)
-        body = fused_body(fusion)
-        if body not in self.bodies:
-            self.bodies.append(body)
-        duplicated = any(user is not fusion for user in producer.users)
-        slots = [i for i, op in enumerate(fusion.operands) if op is producer]
-        targets = [_parameter(body, i) for i in slots]
-        before = self._first_user(body, targets)
-        result = self._clone_into(producer, fusion, before, rename=duplicated)
+        state = self._state(fusion)
+        self.edited[id(state.body)] = state
+        produced, consumed = self._facts(producer), self._facts(fusion)
+        state.added, state.dropped = [], []
+        slots = _slots(fusion.operands, (producer,))
+        targets = [state.params[i] for i in slots]
+        before = state.first_user(targets)
+        result = self._clone_into(producer, fusion, state, before,
+                                  rename=producer.users.count(fusion) != len(producer.users))
         for param in targets:
             _replace_uses(param, result)
-        self._drop_operands(fusion, slots)
-        fusion.attrs["kind"] = fusion_kind(body)
-        return fusion
+        state.drop_operands(fusion, slots)
+        state.facts = merged_facts(consumed, produced)
+        state.heroes = None
+        fusion.attrs["kind"] = kind_of(state.facts)
+        return fusion, state
 
     def _wrap(self, consumer: Instruction) -> Instruction:
         """Replace `consumer` by a fusion whose computation holds a copy of it."""
         body = Computation(self.names.unique("fused_computation"))
-        self.module.add_computation(body, before=self.comp)
+        body.parent = self.module
+        self.new_bodies.append(body)
+        state = self.fused[id(body)] = FusedComputation.new(body)
         operands = list({id(op): op for op in consumer.operands}.values())
-        params = {id(op): self._new_parameter(body, n, op) for n, op in enumerate(operands)}
-        inner = consumer.clone([params[id(op)] for op in consumer.operands], consumer.name)
-        body.add(inner)
+        params = {id(op): state.new_parameter(op) for op in operands}
+        inner = state.add(consumer.clone([params[id(op)] for op in consumer.operands], consumer.name))
         body.root = inner
+        state.facts = instruction_facts(inner)
         fusion = Instruction(self.names.unique("fusion"), Op.FUSION, consumer.shape, operands,
                              {"kind": "kLoop", "calls": body}, loc=consumer.loc)
         fusion.metadata = consumer.metadata
@@ -411,68 +612,49 @@ class ComputationFuser:
         self.comp.remove(consumer)
         return fusion
 
-    def _new_parameter(self, body: Computation, number: int, like: Instruction) -> Instruction:
-        param = Instruction(self.names.unique("param"), Op.PARAMETER, like.shape, (),
-                            {"parameter_number": number})
-        # Before every non-parameter instruction, so that any instruction may use it.
-        first_op = next((i for i in body.instructions if i.opcode != Op.PARAMETER), None)
-        body.add(param, before=first_op)
-        return param
-
     @staticmethod
-    def _first_user(body: Computation, params: list[Instruction]) -> Optional[Instruction]:
-        users = {id(u) for p in params for u in p.users}
-        return next((i for i in body.instructions if id(i) in users), None)
-
-    def _parameter_for(self, fusion: Instruction, value: Instruction) -> Instruction:
+    def _parameter_for(fusion: Instruction, state: FusedComputation, value: Instruction) -> Instruction:
         """The fused parameter standing for `value`, added as a new operand if needed."""
-        body = fused_body(fusion)
-        for index, op in enumerate(fusion.operands):
-            if op is value:
-                return _parameter(body, index)
+        operands = fusion.operands
+        if value in operands:  # (by identity: instructions do not define equality)
+            return state.params[operands.index(value)]
         fusion.append_operand(value)
-        return self._new_parameter(body, len(fusion.operands) - 1, value)
+        return state.new_parameter(value)
 
-    def _clone_into(self, producer: Instruction, fusion: Instruction, before: Optional[Instruction],
-                    rename: bool) -> Instruction:
+    def _clone_into(self, producer: Instruction, fusion: Instruction, state: FusedComputation,
+                    before: Optional[Instruction], rename: bool) -> Instruction:
         """Copy the producer (or the body of a producer fusion) into the fusion; returns its result."""
-        body = fused_body(fusion)
         if producer.opcode != Op.FUSION:
-            operands = [self._parameter_for(fusion, op) for op in producer.operands]
+            operands = [self._parameter_for(fusion, state, op) for op in producer.operands]
             name = self.names.unique(producer.name) if rename else producer.name
-            return body.add(producer.clone(operands, name), before=before)
-        inner = fused_body(producer)
+            return state.add(producer.clone(operands, name), before)
+        inner = self._state(producer)
         mapping: dict[int, Instruction] = {}
-        for inst in inner.instructions:
+        number = {id(p): n for n, p in enumerate(inner.params)}
+        for inst in inner.instructions():
             if inst.opcode == Op.PARAMETER:
-                mapping[id(inst)] = self._parameter_for(fusion, producer.operands[inst.attrs["parameter_number"]])
+                mapping[id(inst)] = self._parameter_for(fusion, state, producer.operands[number[id(inst)]])
                 continue
             name = self.names.unique(inst.name) if rename else inst.name
             copy = inst.clone([mapping[id(op)] for op in inst.operands], name)
-            mapping[id(inst)] = body.add(copy, before=before)
-        return mapping[id(inner.root)]
-
-    @staticmethod
-    def _drop_operands(fusion: Instruction, slots: list[int]) -> None:
-        """Remove fused operands (their parameters are unused now) and renumber the rest."""
-        body = fused_body(fusion)
-        params = {p.attrs["parameter_number"]: p for p in body.parameters}
-        for slot in slots:
-            body.remove(params.pop(slot))
-        fusion.set_operands([op for i, op in enumerate(fusion.operands) if i not in slots])
-        for new_number, old_number in enumerate(sorted(params)):
-            params[old_number].attrs["parameter_number"] = new_number
+            mapping[id(inst)] = state.add(copy, before)
+        return mapping[id(inner.body.root)]
 
     def _drop_computation(self, comp: Computation) -> None:
-        if comp in self.module.computations:
-            self.module.computations.remove(comp)
-        if comp in self.bodies:
-            self.bodies.remove(comp)
+        self.dropped.add(id(comp))
+        self.edited.pop(id(comp), None)
+        self.fused.pop(id(comp), None)
 
-    def _name_parameters(self, body: Computation) -> None:
-        """XLA's dump names: param_0, param_1 ... (uniqued within the module)."""
-        for param in body.parameters:
-            param.name = self.names.unique(f"param_{param.attrs['parameter_number']}")
+
+def _slots(operands: list[Instruction], values) -> list[int]:
+    """The places of `values` among `operands`, in order (found by identity)."""
+    slots = []
+    for value in values:
+        start = 0
+        for _ in range(operands.count(value)):
+            start = operands.index(value, start) + 1
+            slots.append(start - 1)
+    return sorted(set(slots))
 
 
 def _replace_uses(old: Instruction, new: Instruction) -> None:
@@ -483,13 +665,6 @@ def _replace_uses(old: Instruction, new: Instruction) -> None:
                 user.replace_operand(i, new)
     if old.parent is not None and old.parent.root is old:
         old.parent.root = new
-
-
-def _parameters_first(body: Computation) -> None:
-    """Parameters, then the rest with operands before users (bodies from XLA dumps
-    interleave parameters, and a merged producer may use one defined late)."""
-    params = [i for i in body.instructions if i.opcode == Op.PARAMETER]
-    body.instructions = params + [i for i in body.post_order() if i.opcode != Op.PARAMETER]
 
 
 def _inefficient_concatenate(inst: Instruction) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module
-from ..opcodes import Op, Trait, has_trait
+from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from .base import Pass, register
 from .rewrite import Rewriter, rewrite_unfused_computations
@@ -37,38 +37,58 @@ class MultiOutputFusion(Pass):
 
 
 def _fuse_siblings(comp: Computation, rewriter: Rewriter) -> bool:
+    """Merge the first pair of siblings (in program order) until there is none.
+
+    An operand found without a pair keeps having none until its users change: merging
+    only replaces users of the merged fusions' operands, and only adds dependencies (which
+    can only forbid pairs). So each search skips the operands known to have no pair."""
     changed = False
+    no_pair: set[int] = set()
     while True:
-        pair = _find_pair(comp)
+        pair = _find_pair(comp, no_pair)
         if pair is None:
             return changed
+        for op in pair[0].operands + pair[1].operands:
+            no_pair.discard(id(op))
         _merge(comp, *pair, rewriter)
         changed = True
+
+
+_UPDATES_IN_PLACE = ops_with(Trait.UPDATES_IN_PLACE)
 
 
 def _candidate(inst: Instruction) -> bool:
     if inst.opcode != Op.FUSION or inst.attrs.get("kind") != "kLoop" or not inst.shape.is_array:
         return False
     root = inst.attrs["calls"].root
-    return (not has_trait(root.opcode, Trait.UPDATES_IN_PLACE) and inst is not inst.parent.root
-            and not inst.control_predecessors)
+    return root.opcode not in _UPDATES_IN_PLACE and inst is not inst.parent.root and not inst.control_predecessors
 
 
 def _same_loop(a: Shape, b: Shape) -> bool:
     return a.dims == b.dims and a.minor_to_major() == b.minor_to_major()
 
 
-def _find_pair(comp: Computation) -> Optional[tuple[Instruction, Instruction]]:
+def _find_pair(comp: Computation, no_pair: set[int]) -> Optional[tuple[Instruction, Instruction]]:
+    """The first pair of sibling fusions, by operand in program order; operands found without
+    one are added to `no_pair` (and skipped when they are in it)."""
     position = {id(inst): k for k, inst in enumerate(comp.instructions)}
     for operand in comp.instructions:
-        users = [u for u in operand.users if u.parent is comp and _candidate(u)]
-        if len(users) < 2 or len(operand.users) > MAX_SIBLINGS:
+        if id(operand) in no_pair:
+            continue
+        users = operand.users
+        if len(users) < 2 or len(users) > MAX_SIBLINGS:
+            no_pair.add(id(operand))
+            continue
+        users = [u for u in users if u.parent is comp and _candidate(u)]
+        if len(users) < 2:
+            no_pair.add(id(operand))
             continue
         users.sort(key=lambda u: position[id(u)])
         for i, first in enumerate(users):
             for second in users[i + 1:]:
                 if _same_loop(first.shape, second.shape) and not _reaches(second, first, position):
                     return first, second
+        no_pair.add(id(operand))
     return None
 
 

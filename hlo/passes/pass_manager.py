@@ -7,20 +7,25 @@ pipeline is written as text, as in MLIR and XLA's hlo-opt:
     call-inliner,fixpoint(tuple-simplifier,cse,dce)
 
 `fixpoint(...)` repeats its passes until none of them changes the module (bounded).
-After each pass the checker runs (unless disabled) and a pass that leaves an
+The checker runs once the pipeline is done; with `verify_each` (hlo-opt --verify-each,
+as mlir-opt; the test suite turns it on for every pipeline through $HLO_VERIFY_EACH)
+it also runs after every pass that changed the module, and a pass that leaves an
 invalid module is reported by name with the checker's message.
 """
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 from ..analysis.checker import check_module
 from ..diagnostics import Diagnostic, HloError
 from ..ir import Module
+from ..progress import Progress
+from ..text.parser import collections_paused
 # Every pass module, imported for the passes it registers (a new pass module is added here).
 from . import (batchnorm_expander, call_inliner, conditional_simplifier, constant_folding, cse,  # noqa: F401
                dce, dot_decomposer, flatten_call_graph, fusion, layout_assignment, multi_output_fusion,
@@ -104,49 +109,87 @@ class PassEvent:
     seconds: float
 
 
+VERIFY_EACH_VARIABLE = "HLO_VERIFY_EACH"
+
+
+def verify_each_by_default() -> bool:
+    """Whether pipelines check the module after every pass unless told: $HLO_VERIFY_EACH set (not 0)."""
+    return os.environ.get(VERIFY_EACH_VARIABLE, "") not in ("", "0")
+
+
 @dataclass
 class PassRunner:
-    """Runs pipelines; observers see every pass (for --print-after, --time-passes ...)."""
-    verify_each: bool = True
+    """Runs pipelines; observers see every pass (for --print-after, --time-passes ...).
+
+    verify: check the module when the pipeline is done (a pass that broke it is then named
+    only with verify_each); verify_each: also after every pass that changed it (None: see
+    verify_each_by_default)."""
+    verify_each: Optional[bool] = None
     observers: list[Callable[[PassEvent, Module], None]] = field(default_factory=list)
     events: list[PassEvent] = field(default_factory=list)
+    verify: bool = True
+    progress: Optional[Progress] = None   # told each pipeline step and pass (hlo.progress)
+
+    def __post_init__(self):
+        if self.verify_each is None:
+            self.verify_each = verify_each_by_default()
 
     def run(self, module: Module, steps: list[PipelineStep]) -> bool:
+        self._checked = False  # whether the module was checked since the last change
+        if self.progress is not None:
+            self.progress.stage("optimizing", total=len(steps), unit="steps")
+        with collections_paused():
+            changed = self._run_steps(module, steps, top=True)
+            if self.verify and not self._checked:
+                if self.progress is not None:
+                    self.progress.advance(0, "checking")
+                _verify(module, "the pipeline left an invalid module (hlo-opt --verify-each names the pass that "
+                                "broke it):")
+        return changed
+
+    def _run_steps(self, module: Module, steps: list[PipelineStep], top: bool = False) -> bool:
         changed = False
         for step in steps:
             changed |= self._run_step(module, step)
+            if top and self.progress is not None:
+                self.progress.advance()
         return changed
 
     def _run_step(self, module: Module, step: PipelineStep) -> bool:
         if isinstance(step, FixedPoint):
             any_change = False
             for _ in range(step.max_iterations):
-                if not self.run(module, step.steps):
+                if not self._run_steps(module, step.steps):
                     break
                 any_change = True
             return any_change
         return self._run_pass(module, step)
 
     def _run_pass(self, module: Module, name: str) -> bool:
+        if self.progress is not None:
+            self.progress.advance(0, name)
         pass_ = available_passes()[name]()
         start = time.perf_counter()
         changed = bool(pass_.run(module))
         event = PassEvent(name, changed, time.perf_counter() - start)
         self.events.append(event)
-        if self.verify_each and changed:
-            self._verify(module, name)
+        if changed:
+            self._checked = bool(self.verify_each)
+            if self.verify_each:
+                _verify(module, f"pass '{name}' left an invalid module:")
         for observer in self.observers:
             observer(event, module)
         return changed
 
-    @staticmethod
-    def _verify(module: Module, name: str) -> None:
-        try:
-            check_module(module)
-        except HloError as err:
-            head = Diagnostic(f"pass '{name}' left an invalid module:")
-            raise HloError([head] + err.diagnostics) from None
+
+def _verify(module: Module, headline: str) -> None:
+    try:
+        check_module(module)
+    except HloError as err:
+        raise HloError([Diagnostic(headline)] + err.diagnostics) from None
 
 
-def run_pipeline(module: Module, pipeline: str, verify_each: bool = True) -> bool:
+def run_pipeline(module: Module, pipeline: str, verify_each: Optional[bool] = None) -> bool:
+    """Run a pipeline text on the module; the module is checked at the end (and after every pass
+    with verify_each)."""
     return PassRunner(verify_each).run(module, parse_pipeline(pipeline))

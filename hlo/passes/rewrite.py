@@ -25,7 +25,14 @@ from .analysis import reachable_computations
 class Rewriter:
     def __init__(self, module: Module):
         self.module = module
-        self.names = NameUniquer.for_module(module)
+        self._names: Optional[NameUniquer] = None
+
+    @property
+    def names(self) -> NameUniquer:
+        """The module's names (gathered on first use: most runs of a pass create nothing)."""
+        if self._names is None:
+            self._names = NameUniquer.for_module(self.module)
+        return self._names
 
     def add(self, comp: Computation, opcode: str, shape: Shape, operands=(), attrs=None,
             before: Optional[Instruction] = None, name: Optional[str] = None,

@@ -27,8 +27,8 @@ SHAPE_RULES beside its definition; importing this package loads them all.
 from . import (collectives, control, data_movement, elementwise, indexing, linalg, linear, rng,  # noqa: F401
                sorting, transfers, windows)
 from .computations import numbered_parameters, signature
-from .core import SHAPE_RULES, ShapeError, compatible, display_opcode, fmt, infer_shape, subshape
+from .core import SHAPE_RULES, ShapeError, ShapeTokens, compatible, display_opcode, fmt, infer_shape, subshape
 from .windows import dilated_size, window_output_dims
 
-__all__ = ["SHAPE_RULES", "ShapeError", "compatible", "dilated_size", "display_opcode", "fmt", "infer_shape",
-           "numbered_parameters", "signature", "subshape", "window_output_dims"]
+__all__ = ["SHAPE_RULES", "ShapeError", "ShapeTokens", "compatible", "dilated_size", "display_opcode", "fmt",
+           "infer_shape", "numbered_parameters", "signature", "subshape", "window_output_dims"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..attributes import format_int_list
-from ..opcodes import OPCODES, Trait, TypeClass, has_trait
+from ..opcodes import OPCODES, Trait, TypeClass, ops_with
 from ..registry import OpRegistry
 from ..shapes import PrimitiveType, Shape, TypeKind, format_shape
 
@@ -102,18 +102,43 @@ _TYPE_CLASS = {TypeKind.PRED: TypeClass.PRED, TypeKind.SIGNED: TypeClass.SINT, T
                TypeKind.FLOAT: TypeClass.FLOAT, TypeKind.COMPLEX: TypeClass.COMPLEX}
 
 
+_IN_CLASS: dict[tuple, bool] = {}  # (kind, classes) -> answer: combining enum flags is slow
+
+
 def in_class(element_type: PrimitiveType, classes: TypeClass) -> bool:
     """Whether `element_type` is one of `classes` (tokens and opaque types are in none)."""
-    cls = _TYPE_CLASS.get(element_type.kind)
-    return cls is not None and bool(cls & classes)
+    key = (element_type.kind, classes)
+    answer = _IN_CLASS.get(key)
+    if answer is None:
+        cls = _TYPE_CLASS.get(element_type.kind)
+        answer = _IN_CLASS[key] = cls is not None and bool(cls & classes)
+    return answer
+
+
+class ShapeTokens:
+    """Equal shapes get equal small integers, for keys of memo tables: a shape is hashed once per
+    object rather than once per use (hashing a shape hashes every field of it and its layout)."""
+
+    def __init__(self):
+        self._by_object: dict[int, tuple] = {}   # id(shape) -> (shape, token): the shape stays alive
+        self._by_value: dict = {}
+
+    def __call__(self, shape) -> int:
+        known = self._by_object.get(id(shape))
+        if known is None:
+            known = self._by_object[id(shape)] = (shape, self._by_value.setdefault(shape, len(self._by_value)))
+        return known[1]
 
 
 # --------------------------------------------------------------------------- the instruction view
 
 
+_ASYNC_WRAPPERS = ops_with(Trait.ASYNC_WRAPPER)
+
+
 def display_opcode(inst) -> str:
     """The opcode as written: async sugar (custom-call-start ...) keeps the wrapped op's name."""
-    if has_trait(inst.opcode, Trait.ASYNC_WRAPPER):
+    if inst.opcode in _ASYNC_WRAPPERS:
         comp = inst.attrs.get("calls")
         root = getattr(comp, "root", None)
         if getattr(comp, "async_wrapped", False) and root is not None:

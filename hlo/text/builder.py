@@ -28,6 +28,14 @@ _GENERIC = frozenset(GENERIC_ATTRIBUTES)
 _LITERAL_OPERAND = ops_with(Trait.LITERAL_OPERAND)  # a number or literal where operands go
 
 
+def _required(specs) -> tuple[str, ...]:
+    return tuple(spec.name for spec in specs.values() if spec.required)
+
+
+_SPECS = {opcode: info.attr_map for opcode, info in OPCODES.items()}
+_REQUIRED = {opcode: _required(specs) for opcode, specs in _SPECS.items()}
+
+
 class Builder:
     """Builds one Module from its records; every error goes to `sink`."""
 
@@ -117,6 +125,10 @@ class Builder:
 
     def uniquify_names(self) -> None:
         """XLA renames instructions that share a name across computations: first one wins."""
+        names = [c.name for c in self.module.computations]
+        names += [i.name for c in self.module.computations for i in c.instructions]
+        if len(set(names)) == len(names):
+            return  # (the usual case: nothing to rename)
         uniquer = NameUniquer([c.name for c in self.module.computations])
         unique = uniquer.unique
         for comp in self.module.computations:
@@ -133,7 +145,7 @@ class Builder:
         if not rec.instructions:
             self.err(f"computation '{rec.name}' has no instructions", rec.pos)
         scope: dict[str, Instruction] = {}
-        later = {i.name: i.pos for i in rec.instructions}
+        later = _Defined(rec)
         roots = [i for i in rec.instructions if i.is_root]
         for extra in roots[1:]:
             self.err(f"computation '{rec.name}' has more than one ROOT", extra.pos,
@@ -179,14 +191,18 @@ class Builder:
         return comp
 
     # ---- instructions
-    def instruction(self, rec: InstrRec, comp: Computation, scope: dict, later: dict,
+    def instruction(self, rec: InstrRec, comp: Computation, scope: dict, later: "_Defined",
                     name: Optional[str] = None) -> Optional[Instruction]:
         name = name or rec.name
+        source = self.source
+        opcode = rec.opcode
         operands = []
         locs = []
         ok = True
-        for op in (rec.operands if rec.opcode not in _LITERAL_OPERAND else ()):
-            if type(op) is OperandRef:
+        literals = False  # literal values where instruction operands go
+        for op in (rec.operands if opcode not in _LITERAL_OPERAND else ()):
+            kind = type(op)
+            if kind is OperandRef:
                 target = scope.get(op.name)
                 if target is None:
                     ok = False
@@ -196,38 +212,39 @@ class Builder:
                     self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
                              f"{target.shape}", op.pos, "defined here", target.loc.offset)
                 operands.append(target)
-                locs.append(SourceLoc(self.source, op.pos))
-            elif type(op) is InstrRec:  # nested instruction: gets a generated name
+                locs.append(SourceLoc(source, op.pos))
+            elif kind is InstrRec:  # nested instruction: gets a generated name
                 inner = self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
                 if inner is None:
                     ok = False
                 else:
                     operands.append(inner)
-                    locs.append(SourceLoc(self.source, op.pos))
+                    locs.append(SourceLoc(source, op.pos))
+            else:
+                literals = True
         if name in scope:
             self.err(f"instruction name '%{name}' is already defined in computation '{comp.name}'", rec.pos,
                      "previous definition is here", scope[name].loc.offset)
             return None
-        if name in PRIMITIVE_TYPES or (name.startswith("__") and not name.startswith("__xla_")):
+        if name in PRIMITIVE_TYPES or (name[:2] == "__" and not name.startswith("__xla_")):
             self.err(f"illegal instruction name '{name}'", rec.pos)
-        opcode = rec.opcode
         sugar = None
         if opcode not in OPCODES:
             sugar = split_async_sugar(opcode)
             if sugar is None:
                 self.unknown_opcode(rec)
                 return None
-        inst = Instruction(name, opcode, rec.shape, loc=SourceLoc(self.source, rec.pos))
+        inst = Instruction(name, opcode, rec.shape, loc=SourceLoc(source, rec.pos))
+        inst.operands = operands
         for target in operands:
-            inst.operands.append(target)
             target.users.append(inst)
         inst.operand_locs = locs
-        if not self.leaf_operand(inst, rec):
-            ok = False
+        if opcode in _LITERAL_OPERAND or literals:
+            ok = self.leaf_operand(inst, rec) and ok
         if rec.attrs or sugar is not None:
             self.attributes(inst, rec, scope, sugar)
-        else:
-            self.required_attributes(inst, rec, wrapped_attr_specs(opcode), ())
+        elif _REQUIRED[opcode]:
+            self.required_attributes(inst, rec, _REQUIRED[opcode], ())
         if sugar is not None:
             self.expand_async_sugar(inst, sugar, comp)
         if opcode == Op.SELECT and ok and _legacy_select(inst):
@@ -273,7 +290,8 @@ class Builder:
                        {"dimensions": ()})
         return add(Op.SELECT, shape, [pred, on_true, on_false], final_name=name)
 
-    def undefined_operand(self, op: OperandRef, rec: InstrRec, later: dict) -> None:
+    def undefined_operand(self, op: OperandRef, rec: InstrRec, defined: "_Defined") -> None:
+        later = defined.positions()
         if op.name in later and later[op.name] > rec.pos:
             self.err(f"'%{op.name}' is used before it is defined", op.pos, "defined here", later[op.name])
         elif op.name in self.computations:
@@ -315,10 +333,8 @@ class Builder:
                 self.literal_error(inst, rec, exc)
                 return False
             return True
-        if any(type(op) is LiteralOperand for op in rec.operands):
-            self.err(f"'{opcode}' takes instruction operands, not literal values", rec.opcode_pos)
-            return False
-        return True
+        self.err(f"'{opcode}' takes instruction operands, not literal values", rec.opcode_pos)
+        return False
 
     def literal_error(self, inst: Instruction, rec: InstrRec, exc: ValueError) -> None:
         text = self.source.text
@@ -329,20 +345,23 @@ class Builder:
         self.err(f"bad literal for {inst.shape}: {exc}", where)
 
     def attributes(self, inst: Instruction, rec: InstrRec, scope: dict, sugar) -> None:
-        specs = wrapped_attr_specs(inst.opcode)
+        opcode = inst.opcode
+        specs = wrapped_attr_specs(opcode) if sugar is not None else _SPECS[opcode]
         seen: dict[str, int] = {}
+        source = self.source
+        attr_locs = inst.attr_locs
         for name, value, pos in rec.attrs:
             if name in seen:
                 self.err(f"attribute '{name}' is given more than once", pos, "first given here", seen[name])
                 continue
             seen[name] = pos
-            inst.attr_locs[name] = SourceLoc(self.source, pos)
+            attr_locs[name] = SourceLoc(source, pos)
             try:
                 if name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
                 elif name in specs:
                     inst.attrs[name] = convert_attribute(specs[name], value, self.resolve_computation)
-                elif name == "result_accuracy" and inst.opcode in OPCODES and OPCODES[inst.opcode].transcendental:
+                elif name == "result_accuracy" and opcode in OPCODES and OPCODES[opcode].transcendental:
                     inst.attrs[name] = check_generic_attribute(name, value)
                 else:
                     self.unknown_attribute(inst, name, pos, specs)
@@ -350,12 +369,14 @@ class Builder:
                 self.err(f"attribute '{name}': {exc}", pos)
             except HloError as exc:
                 self.sink.extend(exc)
-        self.required_attributes(inst, rec, specs, seen)
+        required = _required(specs) if sugar is not None else _REQUIRED[opcode]
+        if required:
+            self.required_attributes(inst, rec, required, seen)
 
-    def required_attributes(self, inst, rec, specs, seen) -> None:
-        for spec in specs.values():
-            if spec.required and spec.name not in seen and spec.name not in inst.attrs:
-                self.err(f"'{inst.opcode}' requires attribute '{spec.name}='", rec.opcode_pos)
+    def required_attributes(self, inst, rec, required: tuple[str, ...], seen) -> None:
+        for name in required:
+            if name not in seen and name not in inst.attrs:
+                self.err(f"'{inst.opcode}' requires attribute '{name}='", rec.opcode_pos)
 
     def unknown_attribute(self, inst: Instruction, name: str, pos: int, specs) -> None:
         allowed = sorted(specs)
@@ -433,6 +454,20 @@ class Builder:
         except Exception as exc:  # a bug in shape inference must not escape as a non-HloError
             self.err(f"cannot infer the shape of '{inst.opcode}' (internal error: {type(exc).__name__}: {exc}); "
                      f"write the result shape", inst.loc.offset)
+
+
+class _Defined:
+    """Where the instructions of a computation's records are defined, by name: only error
+    messages ask ("used before it is defined", "did you mean"), so it is made on first use."""
+
+    def __init__(self, rec: CompRec):
+        self.rec = rec
+        self._positions: Optional[dict[str, int]] = None
+
+    def positions(self) -> dict[str, int]:
+        if self._positions is None:
+            self._positions = {i.name: i.pos for i in self.rec.instructions}
+        return self._positions
 
 
 def _legacy_select(inst: Instruction) -> bool:

@@ -31,7 +31,7 @@ regular-expression match as the token (one match per token).
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 from lark import Token
 from lark.lexer import Lexer
@@ -121,8 +121,11 @@ class HloLexer(Lexer):
         return tokenize(inp.text, inp.raw_dict_values, inp.source)
 
 
-def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[Tok]:
-    """The tokens of text (raises HloError at the first character no terminal matches)."""
+def tokenize(text: str, raw_dict_values: bool, source: SourceFile, runs: Optional[dict] = None) -> Iterator[Tok]:
+    """The tokens of text (raises HloError at the first character no terminal matches).
+
+    `runs` (hlo/text/fastpath.py): offset -> (end, records) of runs of ordinary instruction
+    lines, each yielded as one INSTRUCTION_LINES token whose value is the records."""
     match = HloLexer.token_regex.match
     operand_names = HloLexer.context_regexes["OPERAND_NAMES"].match
     literal_text = HloLexer.context_regexes["LITERAL_TEXT"].match
@@ -140,7 +143,16 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile) -> Iterator[T
     prev_value = ""
     depth = 0
     openers = _OPENERS
+    runs = runs or {}
     while pos < end:
+        if pos in runs:
+            run_end, records = runs[pos]
+            tok = new("INSTRUCTION_LINES", "", pos)
+            tok.value = records
+            prev_type, prev_end, prev_value = "INSTRUCTION_LINES", run_end, ""
+            pos = skip_space(text, run_end)
+            yield tok
+            continue
         m = match(text, pos)
         if m is None:
             raise _lex_error(source, pos, _describe_bad_char(text, pos))

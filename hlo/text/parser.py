@@ -75,7 +75,7 @@ def parse_module(text: str, filename: str = "<string>") -> Module:
     unparsable = _unparsable(text, source)
     if unparsable is not None:
         raise HloError([unparsable])
-    with _collections_paused():
+    with collections_paused():
         header, comps = _cached_records(text, source)
         builder = Builder(source)
         module = builder.build(header, comps)
@@ -95,7 +95,7 @@ def parse_module_with_recovery(text: str, filename: str = "<string>") -> tuple[O
     unparsable = _unparsable(text, source)
     if unparsable is not None:
         return None, [unparsable]
-    with _collections_paused():
+    with collections_paused():
         records, diagnostics = parse_records_recovering(text, source)
         depth = brace_depth(text, len(text)) if records is None else 0
         if depth > 0:  # keep the first pass's diagnostics: they say what is missing
@@ -122,12 +122,17 @@ def _unparsable(text: str, source: SourceFile) -> Optional[Diagnostic]:
 
 
 @contextmanager
-def _collections_paused():
-    """Parsing allocates many long-lived objects; garbage collections would only slow it down."""
+def collections_paused():
+    """Parsing (or rewriting) a module allocates many long-lived objects: garbage collections while
+    it runs would only slow it down, and so would the first one after it, which would go through
+    every new object. They are moved straight to the oldest generation instead (freeze, then
+    unfreeze), which full collections visit anyway; what was dropped meanwhile is collected then."""
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
+        gc.unfreeze()
         if gc_was_enabled:
             gc.enable()

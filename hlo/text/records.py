@@ -96,6 +96,30 @@ _MAX_DIM = (1 << 63) - 1
 
 _to_int = int_value
 
+# The value of an attribute written as a single token, by terminal (the `value` rule's callbacks
+# below use these, and so does the line fast path, hlo/text/fastpath.py).
+TOKEN_VALUES = {
+    "INT": int_value,
+    "DECIMAL": float,
+    "NAN": lambda text: V.NanValue(text),
+    "INF": lambda text: V.Inf("inf"),
+    "NEG_INF": lambda text: V.Inf("-inf"),
+    "TRUE": lambda text: True,
+    "FALSE": lambda text: False,
+    "STRING": lambda text: V.Str(unescape(text[1:-1])),
+    "NAME": lambda name: V.Ref(name),
+    "IDENT": lambda text: V.Ident(text),
+    "DXD": lambda text: V.Dxd(tuple(int(x) for x in text.split("x"))),
+    "PAD": lambda text: V.Pad(tuple(tuple(int(x) for x in d.split("_")) for d in re.split(r"x(?=-?\d)", text))),
+    "DIM_LABELS": lambda text: V.DimLabelsText(text),
+}
+
+
+def int_list_value(text: str) -> V.Braced:
+    """The value of an INT_LIST token `{1, 2}`."""
+    body = text[1:-1].strip()
+    return V.Braced(tuple(_to_int(x) for x in body.split(",")) if body else ())
+
 
 @functools.lru_cache(maxsize=4096)
 def shape_from_text(text: str) -> Shape:
@@ -181,6 +205,13 @@ class Records(Transformer):
             return _InstrList(children)
         children[0].append(children[1])
         return children[0]
+
+    def instruction_lines(self, tok):
+        return _InstrList(tok.value)
+
+    def more_instruction_lines(self, instructions, tok):
+        instructions.extend(tok.value)
+        return instructions
 
     def attributes(self, *children):
         if len(children) == 1:
@@ -348,13 +379,13 @@ class Records(Transformer):
         return float(tok)
 
     def nan(self, tok):
-        return V.NanValue(tok.value)
+        return TOKEN_VALUES["NAN"](tok.value)
 
     def inf(self, tok):
-        return V.Inf("inf")
+        return TOKEN_VALUES["INF"](tok.value)
 
     def neg_inf(self, tok):
-        return V.Inf("-inf")
+        return TOKEN_VALUES["NEG_INF"](tok.value)
 
     def true(self, tok):
         return True
@@ -363,7 +394,7 @@ class Records(Transformer):
         return False
 
     def string(self, tok):
-        return V.Str(unescape(tok[1:-1]))
+        return TOKEN_VALUES["STRING"](tok.value)
 
     def ref(self, tok):
         return V.Ref(tok.value)
@@ -372,10 +403,10 @@ class Records(Transformer):
         return V.Ident(tok.value)
 
     def dxd(self, tok):
-        return V.Dxd(tuple(int(x) for x in tok.split("x")))
+        return TOKEN_VALUES["DXD"](tok.value)
 
     def pad(self, tok):
-        return V.Pad(tuple(tuple(int(x) for x in d.split("_")) for d in re.split(r"x(?=-?\d)", tok.value)))
+        return TOKEN_VALUES["PAD"](tok.value)
 
     def dim_labels(self, tok):
         return V.DimLabelsText(tok.value)
@@ -384,8 +415,7 @@ class Records(Transformer):
         return V.RawBraces(tok.value, tok.start_pos)
 
     def int_list(self, tok):
-        body = tok.value[1:-1].strip()
-        return V.Braced(tuple(_to_int(x) for x in body.split(",")) if body else ())
+        return int_list_value(tok.value)
 
     def braced(self, items=()):
         return V.Braced(tuple(items))

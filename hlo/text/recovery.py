@@ -15,6 +15,7 @@ from lark.exceptions import VisitError
 
 from ..diagnostics import Diagnostic, HloError, SourceFile
 from .grammar import load_grammar
+from .fastpath import instruction_runs
 from .lalr import UnexpectedToken, drive
 from .lexer import tokenize
 from .records import SyntaxInCallback
@@ -49,8 +50,10 @@ def _describe_token(tok) -> str:
 
 
 def _expected_phrase(row) -> Optional[str]:
-    """'an integer or a shape': the terminals the table row accepts (None if none or too many to list)."""
-    words = sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in row if e.isupper() or e == "$END"})
+    """'an integer or a shape': the terminals the table row accepts (None if none or too many to list).
+    INSTRUCTION_LINES (the line fast path's) stands for instructions, whose first tokens are listed."""
+    words = sorted({_TERMINAL_WORDS.get(e, e.lower()) for e in row
+                    if (e.isupper() or e == "$END") and e != "INSTRUCTION_LINES"})
     if not words or len(words) > 6:
         return None
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -193,19 +196,39 @@ def _blank_statement_line(text: str, off: int) -> str:
 
 
 def parse_records(text: str, source: SourceFile, start: str = "start", raw_dict_values: bool = False,
-                  max_errors: int = 50):
+                  max_errors: int = 50, fast_path: bool = True):
     """Records of the text, or raise HloError with every syntax error found."""
-    result, diagnostics = parse_records_recovering(text, source, start, raw_dict_values, max_errors)
+    result, diagnostics = parse_records_recovering(text, source, start, raw_dict_values, max_errors, fast_path)
     if diagnostics:
         raise HloError(diagnostics)
     return result
 
 
+def parse_records_fast(text: str, source: SourceFile):
+    """The records of the text read with the line fast path; None if that parse fails anywhere
+    (or there are no ordinary instruction lines)."""
+    load_grammar()
+    runs = instruction_runs(text)
+    if not runs:
+        return None
+    try:
+        return drive(tokenize(text, False, source, runs), "start", len(text))
+    except (VisitError, UnexpectedToken, HloError, SyntaxInCallback):
+        return None  # the general path finds the same error and gives the grammar's diagnostics
+
+
 def parse_records_recovering(text: str, source: SourceFile, start: str = "start", raw_dict_values: bool = False,
-                             max_errors: int = 50):
+                             max_errors: int = 50, fast_path: bool = True):
     """(records, syntax diagnostics): the records of the text with every broken line blanked out
-    (None when recovery had to stop, e.g. at an unexpected end of input)."""
+    (None when recovery had to stop, e.g. at an unexpected end of input).
+
+    With `fast_path`, ordinary instruction lines are read by hlo/text/fastpath.py; a text whose
+    fast parse fails anywhere is parsed again without it, so diagnostics are the grammar's."""
     load_grammar()  # installs the lexer's patterns
+    if fast_path and start == "start" and not raw_dict_values:
+        records = parse_records_fast(text, source)
+        if records is not None:
+            return records, []
     diagnostics: list[Diagnostic] = []
     work = text
     last_key = None

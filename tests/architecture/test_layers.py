@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Bottom first. A module may import modules of its own layer or of layers below it.
 # (docs/ARCHITECTURE.md shows the same table.)
 LAYERS = [
-    ("base", ["hlo.shapes", "hlo.opcodes", "hlo.diagnostics", "hlo.cache", "hlo.registry"]),
+    ("base", ["hlo.shapes", "hlo.opcodes", "hlo.diagnostics", "hlo.cache", "hlo.registry", "hlo.progress"]),
     ("text utilities", ["hlo.textutil"]),
     ("typed values", ["hlo.values", "hlo.literal", "hlo.attributes", "hlo.generic_attributes", "hlo.sharding"]),
     ("IR", ["hlo.ir"]),

@@ -177,6 +177,20 @@ def test_no_verify_each_skips_the_checker_between_passes(shape_breaking_passes):
     assert result.stdout == run(["-", "--passes=dce"]).stdout
 
 
+def test_the_module_is_checked_when_the_passes_are_done(shape_breaking_passes):
+    result = run(["-", "--passes=dce,test-break-shapes", "--no-verify-each"])
+    assert_user_error(result, "error: the pipeline left an invalid module (hlo-opt --verify-each names the pass")
+    assert "shape mismatch: 'add' produces f32[4] but the instruction is written as f32[5]" in result.stderr
+
+
+def test_verify_each_is_off_by_default_outside_the_test_suite(shape_breaking_passes, monkeypatch):
+    monkeypatch.delenv("HLO_VERIFY_EACH")
+    result = run(["-", "--passes=dce,test-break-shapes,test-repair-shapes"])
+    assert result.exit_code == 0, result.output
+    result = run(["-", "--passes=dce,test-break-shapes,test-repair-shapes", "--verify-each"])
+    assert_user_error(result, "error: pass 'test-break-shapes' left an invalid module:\n")
+
+
 # --------------------------------------------------------------------------- printing after passes
 
 def test_print_after_all_prints_every_pass_canonically():

@@ -148,3 +148,4 @@ class RewriteContext:
         for inst in reversed(self.created):
             if inst.parent is self.comp and not inst.users and inst is not self.comp.root:
                 self.comp.remove(inst)
+        self.created = []

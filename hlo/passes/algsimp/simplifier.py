@@ -17,7 +17,7 @@ replace, and the default layout unless they replace an instruction (then its sha
 """
 from __future__ import annotations
 
-from ...analysis.effects import has_side_effect
+from ...analysis.effects import has_side_effect, is_control_predecessor
 from ...ir import Computation, Instruction, Module
 from ...opcodes import Op
 from ..base import Pass, register
@@ -59,12 +59,13 @@ def simplify_computation(comp: Computation, state: PassState) -> bool:
 def _sweep(comp: Computation, state: PassState) -> bool:
     """One post-order pass over `comp`; True if some rule fired."""
     changed = False
-    tied = {id(p) for inst in comp.instructions for p in inst.control_predecessors}
+    rules_of = RULES.get
     for inst in comp.post_order():
-        if inst.parent is not comp or not _rewritable(inst, comp, tied):
+        rules = rules_of(inst.opcode)
+        if not rules or inst.parent is not comp or not _rewritable(inst, comp):
             continue
-        for rule in RULES.get(inst.opcode, ()):
-            ctx = RewriteContext(state, comp, inst)
+        ctx = RewriteContext(state, comp, inst)
+        for rule in rules:
             new = rule(ctx, inst)
             if new is None:
                 ctx.discard_unused()
@@ -80,14 +81,18 @@ def _sweep(comp: Computation, state: PassState) -> bool:
     return changed
 
 
-def _rewritable(inst: Instruction, comp: Computation, tied: set[int]) -> bool:
-    if inst.opcode == Op.PARAMETER or has_side_effect(inst):
-        return False
-    if inst.control_predecessors or id(inst) in tied:
+def _rewritable(inst: Instruction, comp: Computation) -> bool:
+    if inst.opcode == Op.PARAMETER or inst.control_predecessors or is_control_predecessor(inst):
         return False
     if not inst.users and inst is not comp.root:
         return False  # dead: dce removes it
-    return not inst.shape.is_dynamic and not any(op.shape.is_dynamic for op in inst.operands)
+    if has_side_effect(inst):
+        return False
+    return not _dynamic(inst.shape) and not any(_dynamic(op.shape) for op in inst.operands)
+
+
+def _dynamic(shape) -> bool:
+    return shape.is_dynamic if shape.tuple_shapes is not None else True in shape.dynamic
 
 
 def _fusion_bodies(module: Module) -> set[int]:

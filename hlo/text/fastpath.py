@@ -1,0 +1,273 @@
+"""The line fast path: ordinary instruction lines straight to records, without the LALR parse.
+
+Large dumps are mostly lines such as
+
+    %add.3 = f32[64,32]{1,0} add(%x, %y), metadata={op_name="jit(f)/add" source_line=12}
+
+`instruction_runs(text)` finds them with one regular expression and builds, for each,
+the InstrRec the grammar's callbacks would build (with the same value functions of
+records.py and the lexer's own token patterns deciding what each word is); the lexer
+hands a run of consecutive such lines to the LALR driver as one INSTRUCTION_LINES token
+(grammar/hlo.lark). A line that is not exactly of this form (a tuple shape, a comment, a
+value the fast path does not know) is left to the grammar, and so is any text whose
+fast parse fails: recovery.py parses it again without the fast path, so that every
+diagnostic and every recovery step is the grammar's. tests/parser/test_fastpath.py
+checks that both parses give identical records on every corpus line and on fuzzed lines.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+from ..opcodes import Op
+from ..shapes import PRIMITIVE_TYPES
+from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure
+from .records import (_NAME_IN_LIST, InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES,
+                      _OperandList, int_list_value, shape_from_text)
+from .. import values as V
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_STRING = r'"(?:[^"\\\n]++|\\.)*+"'
+_FLAT_BRACES = rf'\{{(?:[^{{}}"\n]++|{_STRING})*+\}}'
+
+# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE)
+_LINE = re.compile(rf"""
+    ^[ \t]*
+    (?P<root>ROOT[ \t]+)?
+    (?:%(?P<name>{_NAME})[ \t]*|(?P<bare>{_NAME})[ \t]+)=[ \t]*
+    (?P<shape>[a-z][a-z0-9]*\[(?:[0-9]+(?:,[0-9]+)*)?\](?:\{{[0-9]+(?:,[0-9]+)*\}})?)[ \t]+
+    (?P<opcode>{_NAME})
+    (?P<operands>\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
+    (?P<attrs>[ \t]*,[^\n]*)?$""", re.M | re.X)
+_END = r"(?=[ \t]*(?:,|\r?$))"
+# `, name=value`: the group that matches says what the value is (an atom is classified by the lexer)
+_ATTRIBUTE = re.compile(rf"""[ \t]*,[ \t]*({_NAME})=(?:
+      (?P<ints>\{{[ \t]*(?:-?[0-9]+(?:[ \t]*,[ \t]*-?[0-9]+)*)?[ \t]*\}})
+    | (?P<braces>{_FLAT_BRACES})
+    | (?P<string>{_STRING})
+    | (?P<word>{_NAME}){_END}
+    | (?P<ref>%{_NAME}){_END}
+    | (?P<int>-?[0-9]+){_END}
+    | (?P<atom>[^,{{}}()\[\]"\s]++))""", re.X)
+_TRAILING_SPACE = re.compile(r"[ \t]*\r?")
+_WORD = re.compile(_NAME)
+_INT = re.compile(r"-?[0-9]+")
+_OPERAND_ITEM = re.compile(r"[ \t]*(?:/\*index=[0-9]+\*/[ \t]*)?([^,\s/]+)[ \t]*(,|$)")
+_SLICES = re.compile(r"\{\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\](?:, \[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\])*\}")
+_RANGE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
+_KEYWORD_VALUES = ("TRUE", "FALSE", "INF")
+
+
+class _NotOrdinary(Exception):
+    """The line is left to the grammar."""
+
+
+def instruction_runs(text: str, item: Optional[Callable] = None) -> dict[int, tuple[int, list]]:
+    """Runs of consecutive ordinary instruction lines: offset of the first one's first token ->
+    (offset just after the last one, their records, or `item(match, record, end)` of each line)."""
+    runs: dict[int, tuple[int, list]] = {}
+    run_start, run_end, records = -1, -1, []
+    for m, rec, end in _ordinary_lines(text):
+        body = m.start("root") if rec.is_root else rec.pos
+        made = rec if item is None else item(m, rec, end)
+        if records and text[run_end:body].isspace():
+            records.append(made)
+        else:
+            if records:
+                runs[run_start] = (run_end, records)
+            run_start, records = body, [made]
+        run_end = end
+    if records:
+        runs[run_start] = (run_end, records)
+    return runs
+
+
+# The language server reads each text twice (parse, then its name index): it asks to keep the lines
+# of the last text read (a tool reading a file once does not keep them).
+_keep_last = False
+_last_read: tuple = (None, ())  # (text, its ordinary lines)
+_KEEP_ABOVE = 100_000           # characters: small texts (the server's one-line checks) are not kept
+
+
+def keep_last_text(keep: bool) -> None:
+    """Whether the ordinary lines of the last text read are kept for a second reading of it."""
+    global _keep_last, _last_read
+    _keep_last, _last_read = keep, (None, ())
+
+
+def _ordinary_lines(text: str) -> list[tuple[re.Match, InstrRec, int]]:
+    """(match, record, end of the last token) of each ordinary instruction line of the text."""
+    last_text, lines = _last_read
+    if last_text is text:
+        return lines
+    reader = _LineReader(text)
+    lines = []
+    for m in _LINE.finditer(text):
+        try:
+            rec, end = reader.record(m)
+        except (_NotOrdinary, SyntaxInCallback, ValueError):
+            continue
+        lines.append((m, rec, end))
+    if _keep_last and len(text) > _KEEP_ABOVE:
+        globals()["_last_read"] = (text, lines)
+    return lines
+
+
+def attribute_spans(text: str, start: int, end: int):
+    """(name, name start, value start, value end) of each `, name=value` of an ordinary line's attributes."""
+    for am in _ATTRIBUTE.finditer(text, start, end):
+        yield am.group(1), am.start(1), am.start(am.lastgroup), am.end()
+
+
+def _identifier(word: str) -> None:
+    """A name or opcode the lexer reads as IDENT: not a keyword, not `nan` (checked by the lexer's
+    order of terminals: nothing tried before IDENT matches a word followed by space, '=' or '(')."""
+    if word in KEYWORDS or word == "nan":
+        raise _NotOrdinary
+
+
+class _LineReader:
+    """Records of ordinary instruction lines, each word classified by the lexer's own patterns."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.token = HloLexer.token_regex.match
+        context = HloLexer.context_regexes
+        self.operand_names = context["OPERAND_NAMES"].match
+        self.literal_text = context["LITERAL_TEXT"].match
+
+    def record(self, m: re.Match) -> tuple[InstrRec, int]:
+        """The line's record and where its last token ends."""
+        name = m.group("name")
+        if name is not None:
+            pos = m.start("name") - 1
+        else:
+            name, pos = m.group("bare"), m.start("bare")
+            _identifier(name)
+        shape = m.group("shape")
+        if shape[:shape.index("[")] not in PRIMITIVE_TYPES:  # the lexer would read the word alone
+            raise _NotOrdinary
+        opcode = m.group("opcode")
+        _identifier(opcode)
+        operands = self.operands(opcode, m.start("operands"), m.end("operands"))
+        end = m.end("operands")
+        attrs = ()
+        if m.group("attrs") is not None:
+            attrs, end = self.attributes(m.start("attrs"), m.end("attrs"))
+        rec = InstrRec(m.group("root") is not None, name, pos, shape_from_text(shape), opcode, m.start("opcode"),
+                       operands, attrs)
+        return rec, end
+
+    # -- operands
+    def operands(self, opcode: str, start: int, end: int) -> list:
+        text = self.text
+        fast = self.operand_names(text, start)
+        if fast is not None:  # the lexer's OPERAND_NAMES (records._operand_list reads it the same way)
+            if fast.end() != end:
+                raise _NotOrdinary
+            return [OperandRef(n.group(1), n.start(), None) for n in _NAME_IN_LIST.finditer(text, start, end)]
+        if opcode == Op.CONSTANT:
+            fast = self.literal_text(text, start)
+            if fast is not None:
+                structure = literal_structure(fast.group())
+                if fast.end() != end or structure is None:
+                    raise _NotOrdinary
+                return [LiteralOperand(structure)]
+        inner = text[start + 1:end - 1]
+        if not inner.strip(" \t"):
+            return _OperandList()
+        return self.operand_sequence(start + 1, end - 1)
+
+    def operand_sequence(self, start: int, end: int) -> _OperandList:
+        """`a, %b, 1`: names and numbers (what the grammar's operand_seq makes of them)."""
+        text = self.text
+        out = _OperandList()
+        pos = start
+        while True:
+            item = _OPERAND_ITEM.match(text, pos, end)
+            if item is None:
+                raise _NotOrdinary
+            out.append(self.operand(item.group(1), item.start(1)))
+            pos = item.end()
+            if item.group(2) == "":  # the last operand
+                return out
+            if pos == end:  # a ',' with nothing after it
+                raise _NotOrdinary
+
+    def operand(self, word: str, pos: int):
+        if word[0] == "%" and _WORD.fullmatch(word, 1):
+            return OperandRef(word[1:], pos, None)
+        if _WORD.fullmatch(word):
+            keyword = KEYWORDS.get(word)
+            if keyword is None and word != "nan":
+                return OperandRef(word, pos, None)
+            if keyword == "TRUE" or keyword == "FALSE":
+                return LiteralOperand(TOKEN_VALUES[keyword](word))
+            raise _NotOrdinary
+        kind = self.kind(word, pos)
+        if kind == "INT" or kind == "DECIMAL":
+            return LiteralOperand(TOKEN_VALUES[kind](word))
+        raise _NotOrdinary
+
+    def kind(self, word: str, pos: int) -> str:
+        """The terminal the lexer makes of `word` at `pos` (it must take the whole word)."""
+        tm = self.token(self.text, pos)
+        if tm is None or tm.group(tm.lastgroup) != word:
+            raise _NotOrdinary
+        return tm.lastgroup
+
+    # -- attributes
+    def attributes(self, start: int, end: int) -> tuple[list, int]:
+        """The attribute records of `, a=1, b={...}` up to `end` (the line's end), and where the
+        last one ends."""
+        out = []
+        pos = start
+        for am in _ATTRIBUTE.finditer(self.text, start, end):
+            if am.start() != pos:
+                break
+            pos = am.end()
+            name = am.group(1)
+            kind = am.lastgroup
+            written = am.group(kind)
+            if name in LAZY_ATTRIBUTES and (kind == "braces" or kind == "ints"):
+                value = V.RawBraces(written, am.start(kind))  # (kept verbatim, as the lexer's BRACED)
+            else:
+                value = self.value(kind, written, am.start(kind))
+            out.append((name, value, am.start(1)))
+        if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
+            raise _NotOrdinary
+        return out, pos
+
+    def value(self, kind: str, written: str, start: int):
+        if kind == "ints":
+            return int_list_value(written)
+        if kind == "word":
+            keyword = KEYWORDS.get(written)
+            if keyword is None and written != "nan":
+                return V.Ident(written)
+            if keyword in _KEYWORD_VALUES:
+                return TOKEN_VALUES[keyword](written)
+            raise _NotOrdinary
+        if kind == "ref":
+            return V.Ref(written[1:])
+        if kind == "int":
+            return TOKEN_VALUES["INT"](written)
+        if kind == "string":
+            return TOKEN_VALUES["STRING"](written)
+        if kind == "braces":
+            if _SLICES.fullmatch(written):
+                return V.Braced(tuple(_range(r) for r in _RANGE.finditer(written)))
+            raise _NotOrdinary
+        kind = self.kind(written, start)  # an atom: 3x3, 0_1x1_0, b01f_01io->b01f, 0.5 ...
+        if kind == "NAME" or kind == "IDENT" or kind == "INT" or kind == "STRING":
+            raise _NotOrdinary  # (read above)
+        convert = TOKEN_VALUES.get(kind)
+        if convert is None:
+            raise _NotOrdinary
+        return convert(written)
+
+
+def _range(m: re.Match) -> V.Bracketed:
+    """`[0:8]` or `[0:8:2]`, as the grammar's bracketed/range2/range3 callbacks make it."""
+    a, b, step = m.group(1), m.group(2), m.group(3)
+    item = V.Range(int(a), int(b)) if step is None else V.Range(int(a), int(b), int(step), True)
+    return V.Bracketed((item,))
