@@ -151,10 +151,12 @@ def _branches(op: OpView) -> tuple[list, list[str], list[str]]:
         branches = list(op.attr("branch_computations"))
         names = [f"branch_computations[{j}]" for j in range(len(branches))]
         attrs = ["branch_computations"] * len(branches)
-        two_way = compatible(selector, scalar_shape(PRED)) and len(branches) == 2
-        if not (compatible(selector, scalar_shape(S32)) or two_way):
-            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[] (or pred[] "
-                          f"with two branches), but operand 0 is {fmt(selector)}", operand=0)
+        if compatible(selector, scalar_shape(PRED)):  # (XLA's parser refuses this form too)
+            raise op.fail("a 'conditional' on a pred[] takes true_computation= and false_computation=, not "
+                          "branch_computations=", attribute="branch_computations")
+        if not compatible(selector, scalar_shape(S32)):
+            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[], but operand 0 "
+                          f"is {fmt(selector)}", operand=0)
         if not branches:
             raise op.fail("'conditional' needs at least one branch computation", attribute="branch_computations")
     else:
