@@ -17,9 +17,10 @@ RUN modes
                            inputs)  --exact (outputs bit for bit equal, floats included)
                            --positive=PREFIX (parameters named PREFIX... get values >= 0.5).
   check                    load the case as the tools do (parse with recovery, then check);
-                           every diagnostic must be announced by a comment on the line above
-                           its line: `// expected-error {{message}}` (col: `// expected-error@col
-                           {{message}}`); a case without announcements must load cleanly.
+                           every diagnostic, and every note of one, must be announced by a
+                           comment above its line: `// expected-error@COL {{message}}`,
+                           `// expected-note@COL {{message}}` (without @COL: any column), as many
+                           times as it is reported; a case without announcements must load cleanly.
   print                    parse and print; the output after `// ===>` is the printed module
                            without its header line (without `// ===>`, the case itself).
 
@@ -38,7 +39,7 @@ import pytest
 
 SEPARATOR = "// -----"
 ARROW = "// ===>"
-_EXPECTED = re.compile(r"//\s*expected-(error|warning)(?:@(\d+))?\s*\{\{(.*)\}\}\s*$")
+_EXPECTED = re.compile(r"//\s*expected-(error|warning|note)(?:@(\d+))?\s*\{\{(.*)\}\}\s*$")
 
 
 @dataclass
@@ -151,37 +152,54 @@ def run_print(case: Case, config) -> Optional[str]:
 
 
 def run_check(case: Case, config) -> None:
+    from collections import Counter
     from hlo.analysis.loading import diagnose
-    lines = case.text.split("\n")
-    wanted = set()
+    wanted = _announced(case.text)
+    diagnosis = diagnose(case.text, f"{case.path.name}:{case.name}")
+    got = Counter()
+    for d in diagnosis.diagnostics:
+        got[_key(d.severity if isinstance(d.severity, str) else "error", d)] += 1
+        for note in d.notes:
+            if note.loc is not None:
+                got[_key("note", note)] += 1
+    missing, unexpected = [], []
+    for (kind, line, col, message), count in wanted.items():
+        # An announcement without a column matches a diagnostic at any column of its line.
+        hits = [k for k in got if k[0] == kind and k[1] == line and k[3] == message and (col is None or k[2] == col)]
+        for _ in range(count):
+            if hits and got[hits[0]]:
+                got[hits[0]] -= 1
+                if not got[hits[0]]:
+                    hits.pop(0)
+            else:
+                missing.append((kind, line, col, message))
+    unexpected = [k for k, n in got.items() for _ in range(n)]
+    shift = case.first_line - 1
+    assert not missing and not unexpected, (
+        "diagnostics differ (file line:column: kind: message)\n"
+        + "".join(f"  missing:    {l + shift}:{c}: {k}: {m}\n" for k, l, c, m in sorted(missing, key=str))
+        + "".join(f"  unexpected: {l + shift}:{c}: {k}: {m}\n" for k, l, c, m in sorted(unexpected, key=str)))
+
+
+def _key(kind: str, diagnostic) -> tuple:
+    loc = diagnostic.loc
+    return (kind, loc.line if loc is not None else 0, loc.column if loc is not None else None, diagnostic.message)
+
+
+def _announced(text: str):
+    """Counter of (kind, line, column or None, message) announced by `// expected-KIND@COL {{...}}`
+    comments: each announces a diagnostic on the next line that is not itself an announcement."""
+    from collections import Counter
+    lines = text.split("\n")
+    wanted = Counter()
     for i, line in enumerate(lines):
         m = _EXPECTED.search(line)
         if m:
             target = i + 2  # 1-based number of the next line
             while target <= len(lines) and _EXPECTED.search(lines[target - 1]):
                 target += 1
-            wanted.add((m.group(1), target, int(m.group(2)) if m.group(2) else None, m.group(3).strip()))
-    diagnosis = diagnose(case.text, f"{case.path.name}:{case.name}")
-    got = set()
-    for d in diagnosis.diagnostics:
-        line = d.loc.line if d.loc is not None else 0
-        col = d.loc.column if d.loc is not None else None
-        got.add((d.severity if isinstance(d.severity, str) else "error", line, col, d.message))
-    # A wanted diagnostic without a column matches any column.
-    unmatched = set(got)
-    missing = []
-    for kind, line, col, message in sorted(wanted, key=str):
-        hit = next((g for g in unmatched if g[1] == line and g[3] == message and (col is None or g[2] == col)),
-                   None)
-        if hit is None:
-            missing.append((kind, line + case.first_line - 1, col, message))
-        else:
-            unmatched.discard(hit)
-    unexpected = [(k, l + case.first_line - 1, c, m) for k, l, c, m in sorted(unmatched, key=str)]
-    assert not missing and not unexpected, (
-        "diagnostics differ (file line, column, message)\n"
-        + "".join(f"  missing:    {l}:{c}: {m}\n" for _, l, c, m in missing)
-        + "".join(f"  unexpected: {l}:{c}: {m}\n" for _, l, c, m in unexpected))
+            wanted[(m.group(1), target, int(m.group(2)) if m.group(2) else None, m.group(3).strip())] += 1
+    return wanted
 
 
 MODES = {"opt": run_opt, "print": run_print, "check": run_check}
