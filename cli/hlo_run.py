@@ -11,7 +11,7 @@ import numpy as np
 
 from hlo.analysis.loading import load_module
 from hlo.diagnostics import error
-from hlo.runtime import values_io
+from hlo.runtime import resources, values_io
 from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
 from hlo.passes.sharding_propagation import is_sharded
@@ -74,12 +74,20 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
+@click.option("--max-memory", metavar="SIZE", help="Refuse, at its instruction, any array or buffer larger than "
+              "SIZE (e.g. 512M, 4G; default: the memory available).")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int]) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int],
+         max_memory: Optional[str]) -> None:
     _check_backend(backend)
+    if max_memory is not None:
+        try:
+            resources.set_memory_limit(resources.parse_memory_size(max_memory))
+        except ValueError as exc:
+            raise UsageError(f"--max-memory: {exc}") from None
     if threads is not None and backend != "cpu":
         raise UsageError("--threads needs --backend cpu")
     name, text = read_text(module_file)
@@ -255,6 +263,9 @@ def _arguments(module: Module, given: dict, devices: int, random_inputs: bool, s
                 leaves.append(given[key])
             elif random_inputs:
                 leaves.append(None)
+                resources.check_allocation(param.shape.byte_size() + 8 * _elements(param.shape),
+                                           f"a random input for parameter {param.attrs['parameter_number']}",
+                                           param.loc)
             else:
                 where = f"arg{i}" if devices == 1 else f"arg{i} (or dev{d}_arg{i})"
                 raise error(f"no input for parameter {param.attrs['parameter_number']} (%{param.name}) "
@@ -281,6 +292,11 @@ def _fill(shape, it, rng):
     if leaf is None:
         return values_io.random_value(shape, rng)
     return values_io.to_storage(leaf, shape)
+
+
+def _elements(shape) -> int:
+    """Elements of a value (random inputs are drawn as 8-byte numbers first)."""
+    return sum(s.element_count() for _, s in shape.leaves() if s.is_array)
 
 
 def _param_of_leaf(counts: list[int], leaf: int) -> int:

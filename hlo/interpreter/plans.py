@@ -20,7 +20,8 @@ from typing import Any, Callable, Optional
 
 from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction
-from ..opcodes import OPCODES, Category, Op, Trait, has_trait
+from ..opcodes import OPCODES, Category, Op, Trait, has_trait, ops_with
+from ..runtime.resources import check_allocation
 from ..shapes import Shape
 from .data_movement import broadcast_compact
 from .dynamic import dynamic_handler, involves_dynamic
@@ -108,7 +109,10 @@ class _PlanBuilder:
                 return source  # reshaped back to where it came from
             operands = [source]
         out = self.new_slot(inst.shape)
-        self.steps.append((_handler_for(inst, self.batched), inst, tuple(operands), out))
+        handler = _handler_for(inst, self.batched)
+        if not self.batched and _allocates(inst):
+            handler = _with_memory_check(inst, handler)
+        self.steps.append((handler, inst, tuple(operands), out))
         if self._is_static(inst, operands):
             self.static.add(out)
         if inst.opcode == Op.TUPLE:
@@ -236,6 +240,31 @@ def _handler_for(inst: Instruction, batched: bool) -> Callable:
     if not batched and involves_dynamic(inst):  # runtime sizes below the bounds (dynamic.py)
         return dynamic_handler(inst, handler) or handler
     return handler
+
+
+# --------------------------------------------------------------------------- memory
+
+# Results smaller than this are made without asking: the check would cost more than they do.
+CHECKED_BYTES = 1 << 16
+_NO_ALLOCATION = (ops_with(Trait.NO_CODE) | ops_with(Trait.PASS_THROUGH) | ops_with(Trait.RUNS_COMPUTATIONS_AS_CODE)
+                  | ops_with(Trait.ASYNC_WRAPPER))
+
+
+def _allocates(inst: Instruction) -> bool:
+    """True if the step makes a result big enough to check against the memory limit first."""
+    return (inst.opcode not in _NO_ALLOCATION and inst.shape is not None
+            and inst.shape.byte_size() > CHECKED_BYTES)
+
+
+def _with_memory_check(inst: Instruction, handler: Callable) -> Callable:
+    """The handler, after checking that the result fits in memory (resources.py); it has no
+    writer, so plans call it rather than a numpy expression."""
+    nbytes = inst.shape.byte_size()
+
+    def run(ev, inst, ops):
+        check_allocation(nbytes, f"the result {inst.shape.without_layout()} of '{inst.opcode}'", inst.loc)
+        return handler(ev, inst, ops)
+    return run
 
 
 # --------------------------------------------------------------------------- vectorised computations

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..attributes import Window, WindowDim
 from ..opcodes import Op
+from ..runtime.resources import check_allocation
 from ..shape_inference import window_output_dims
 from ..shapes import type_of_dtype
 from .combiner import Combiner, binary_ufunc
@@ -104,6 +105,7 @@ def pad(operand: np.ndarray, padding_value, config: Sequence[tuple[int, int, int
     """HLO pad: per dim (low, high, interior); negative low/high crop."""
     operand = np.asarray(operand)
     out_dims = _pad_output_dims(operand.shape, config)
+    check_allocation(math.prod(out_dims) * operand.dtype.itemsize, f"padding to {list(out_dims)}")
     result = np.full(out_dims, padding_value, dtype=operand.dtype)
     src, dst = [], []
     for n, (lo, _, interior), size in zip(operand.shape, config, out_dims):
