@@ -265,6 +265,10 @@ def _check_async_shape(op: OpView, shape: Shape, comp, params: list[Shape], resu
 @SHAPE_RULES.register(Op.ASYNC_START)
 def _async_start(op: OpView) -> Shape:
     comp, params, result = _async_computation(op)
+    others = [i for i in getattr(comp, "instructions", ()) if i.opcode != Op.PARAMETER and i is not comp.root]
+    if others:  # (XLA's verifier: an asynchronous computation wraps one instruction)
+        raise op.fail(f"the computation %{comp.name} that 'async-start' runs must hold only its parameters and its "
+                      f"root, but it also has %{others[0].name}", attribute="calls", related=comp)
     need_params(op, comp, params, op.n, "calls", f"'async-start' passes {counted(op.n, 'operand')}")
     check_operands_match_parameters(op, comp, params, "the async")
     if op.written is None:
