@@ -152,12 +152,20 @@ def async_(comp: Comp, rng, op: str) -> Optional[Val]:
     x = _value(comp, rng)
     if x is None or comp.depth > 1:
         return None
-    name = body(comp, rng, [x], lambda c, ps: elementwise_step(c, rng, ps[0]), "async_body")
+    name = body(comp, rng, [x], lambda c, ps: _one_instruction(c, ps[0]), "async_body")
     state = Shape.tuple_of([Shape.tuple_of([x.shape]), x.shape, array_shape(S32, ())])
     start = comp.add("async-start", state, [x], f", calls={name}", keep=False)
     if rng.random() < 0.5:
         start = comp.add("async-update", state, [start], f", calls={name}", keep=False)
     return comp.add("async-done", x.shape, [start], f", calls={name}", bound=INF, exact=False)
+
+
+def _one_instruction(callee: Comp, x: Val) -> Val:
+    """not x (preds and unsigned integers) or -x: what an asynchronous computation may hold."""
+    shape = array_shape(x.type, x.dims)
+    if x.type.is_pred or x.type.is_unsigned_int:
+        return callee.add("not", shape, [x], bound=x.bound if x.type.is_pred else INF, exact=x.exact)
+    return callee.add("negate", shape, [x], bound=x.bound, frac=x.frac, exact=x.exact)
 
 
 @GENERATORS.register(Op.COPY_START, Op.COPY_DONE)

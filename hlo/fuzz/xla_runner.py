@@ -93,7 +93,7 @@ def _serve() -> None:
         try:
             verdict = _run_request(request)
         except Exception as exc:  # noqa: BLE001 - XLA's refusal, whatever its kind
-            verdict = {"status": "refused", "message": str(exc).strip().split("\n")[0][:500]}
+            verdict = {"status": "refused", "message": " | ".join(str(exc).strip().split("\n")[:3])[:700]}
         sys.stdout.write(json.dumps(verdict) + "\n")
         sys.stdout.flush()
 

@@ -70,11 +70,12 @@ def _array_leaves(shape: Shape, value):
         yield shape, value
 
 
-def fit(x: np.ndarray, dims: Sequence[int], fill=0) -> np.ndarray:
-    """x with each dimension cut, padded with `fill`, or (from size 1) broadcast to `dims`."""
+def fit(x: np.ndarray, dims: Sequence[int], fill=0, broadcast_ones: bool = False) -> np.ndarray:
+    """x with each dimension cut or padded with `fill` to `dims` (with broadcast_ones, a
+    dimension of size 1 is broadcast instead, as an elementwise operand's is)."""
     if tuple(x.shape) == tuple(dims):
         return x
-    if any(n == 1 and d > 1 for n, d in zip(x.shape, dims)):
+    if broadcast_ones and any(n == 1 and d > 1 for n, d in zip(x.shape, dims)):
         x = np.broadcast_to(x, [d if n == 1 else n for n, d in zip(x.shape, dims)])
     x = x[tuple(slice(0, d) for d in dims)]
     short = [(0, max(d - n, 0)) for n, d in zip(x.shape, dims)]
@@ -170,7 +171,8 @@ def _concatenate(ev, inst, ops, handler):
     """The meaningful parts one after the other; other dimensions as an elementwise op's."""
     sizes = elementwise_sizes(inst, ops)
     axis = inst.attrs["dimensions"][0]
-    return handler(ev, inst, [fit(v, sizes[:axis] + [v.shape[axis]] + sizes[axis + 1:]) for v in ops])
+    return handler(ev, inst, [fit(v, sizes[:axis] + [v.shape[axis]] + sizes[axis + 1:], broadcast_ones=True)
+                              for v in ops])
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -197,7 +199,8 @@ def elementwise_sizes(inst, ops) -> list[int]:
 
 def _elementwise(ev, inst, ops, handler):
     sizes = elementwise_sizes(inst, ops)
-    fitted = [fit(v, sizes[:v.ndim] + list(v.shape[len(sizes):])) if isinstance(v, np.ndarray) and v.ndim else v
+    fitted = [fit(v, sizes[:v.ndim] + list(v.shape[len(sizes):]), broadcast_ones=True)
+              if isinstance(v, np.ndarray) and v.ndim else v
               for v in ops]  # (scalar operands broadcast; bitcast-convert adds or drops a last dimension)
     result = _run_padded(ev, inst, fitted, handler)
     return _cut(result, sizes + list(result.shape[len(sizes):]))
@@ -211,7 +214,7 @@ for _op in ops_in(Category.ELEMENTWISE) | frozenset((Op.MAP,)):
 @DYNAMIC_RULES.register(Op.SORT)
 def _sort(ev, inst, ops, handler):
     sizes = elementwise_sizes(inst if not inst.shape.is_tuple else _FirstLeaf(inst), ops)
-    return handler(ev, inst, [fit(v, sizes) for v in ops])
+    return handler(ev, inst, [fit(v, sizes, broadcast_ones=True) for v in ops])
 
 
 class _FirstLeaf:
