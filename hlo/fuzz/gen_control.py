@@ -296,7 +296,8 @@ def collective(comp: Comp, rng, op: str) -> Optional[Val]:
     if op == Op.ALL_TO_ALL:
         if x.dims[0] % n:
             return None
-        return comp.add(op, x.shape, [x], f", replica_groups={{}}, dimensions={{0}}", bound=x.bound, frac=x.frac)
+        groups = "{{" + ",".join(str(i) for i in range(n)) + "}}"  # (XLA's importer wants them listed)
+        return comp.add(op, x.shape, [x], f", replica_groups={groups}, dimensions={{0}}", bound=x.bound, frac=x.frac)
     reducer = comp.module.scalar_reducer("add" if not x.type.is_pred else "or", x.type)
     bound = x.bound * size
     exact = x.type.is_integral or fits_exactly(x.type, bound, x.frac)
