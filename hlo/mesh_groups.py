@@ -132,8 +132,13 @@ def _plain_iota(ids: str) -> bool:
     return bool(iota) and _int_items(iota.group(2)) == list(range(len(_int_items(iota.group(2)))))
 
 
+MAX_DEVICES = 1 << 20  # far more than any machine runs one program on
+
+
 def _mesh_devices(ids: Optional[str], sizes: list[int]) -> np.ndarray:
     total = math.prod(sizes)
+    if total > MAX_DEVICES:
+        raise ValueError(f"a mesh of {total} devices is more than the {MAX_DEVICES} this toolchain handles")
     if ids is None:
         return np.arange(total).reshape(sizes)
     iota = _MESH_IOTA.match(ids)

@@ -70,3 +70,21 @@ def _outputs(made: list[Val], rng: np.random.Generator) -> list[Val]:
     count = min(len(others), int(rng.integers(0, 4)))
     picked = sorted(rng.choice(len(others), size=count, replace=False)) if count else []
     return [others[int(i)] for i in picked] + [last]
+
+
+def program_from_text(text: str, seed: int = 0, replicas: int = 1) -> Program:
+    """A Program for a module written by hand (a regression the fuzzer found): inputs of small
+    values, every output compared within tolerance."""
+    from ..analysis.loading import load_module  # lazy: the generator itself never parses
+    rng = np.random.default_rng(seed)
+    module = load_module(text, "regression.hlo")
+    inputs = []
+    for _ in range(replicas):
+        args = []
+        for p in module.entry.parameters:
+            leaves = [random_input(s, 4.0 if s.element_type.is_float else 8.0, 2 if s.element_type.is_float else 0, rng)
+                      for _, s in p.shape.leaves()]
+            args.append(leaves[0] if not p.shape.is_tuple else tuple(leaves))
+        inputs.append(args)
+    outputs = sum(1 for _ in module.entry.root.shape.leaves())
+    return Program(seed, text, inputs, [], replicas, frozenset(), tuple(False for _ in range(outputs)))
