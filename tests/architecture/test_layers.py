@@ -26,7 +26,7 @@ LAYERS = [
     ("interpreter", ["hlo.interpreter"]),
     ("passes", ["hlo.passes"]),
     ("backends and editors", ["hlo.codegen", "hlo.lsp"]),
-    ("API and tools", ["hlo", "hlo_cli"]),
+    ("API and tools", ["hlo", "hlo.spmd_run", "hlo.tools", "hlo_cli"]),
 ]
 
 
