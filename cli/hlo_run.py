@@ -90,12 +90,8 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-<<<<<<< HEAD
          repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int],
-         max_memory: Optional[str]) -> None:
-=======
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], full: bool = False) -> None:
->>>>>>> main
+         max_memory: Optional[str], full: bool = False) -> None:
     _check_backend(backend)
     if max_memory is not None:
         try:
