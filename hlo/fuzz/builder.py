@@ -207,7 +207,7 @@ class ModuleBuilder:
 
     def assign_computation(self, t: PrimitiveType) -> str:
         """(old, new) -> new over two scalars of type t: scatter's replacement."""
-        key = ("assign", t.name)
+        key = ("replacement", t.name)
         if key not in self._reducers:
             comp = self.computation(f"assign_{t.name}", 1)
             comp.parameter(array_shape(t, ()), INF, 0)
@@ -217,7 +217,7 @@ class ModuleBuilder:
 
     def serial_reducer(self, t: PrimitiveType, variant: int) -> str:
         """A reducer that is not associative: acc + 2|x| (variant 0) or 2 acc - x (variant 1)."""
-        key = ("serial", t.name, variant)
+        key = ("in_order", t.name, variant)
         if key not in self._reducers:
             comp = self.computation(f"serial{variant}_{t.name}", 1)
             acc = comp.parameter(array_shape(t, ()), INF, 0)
@@ -234,7 +234,7 @@ class ModuleBuilder:
 
     def argmax_reducer(self, t: PrimitiveType) -> str:
         """(value, index) pairs: the larger value, the smaller index on a tie."""
-        key = ("argmax", t.name)
+        key = ("largest_first", t.name)
         if key not in self._reducers:
             comp = self.computation(f"argmax_{t.name}", 1)
             s32, pred = PRIMITIVE_TYPES["s32"], PRIMITIVE_TYPES["pred"]
@@ -252,7 +252,7 @@ class ModuleBuilder:
         return self._reducers[key]
 
     def compare_computation(self, t: PrimitiveType, direction: str) -> str:
-        key = ("compare", t.name, direction)
+        key = ("comparison", t.name, direction)
         if key not in self._reducers:
             comp = self.computation(f"{direction.lower()}_{t.name}", 1)
             a, b = comp.parameter(array_shape(t, ()), INF, 0), comp.parameter(array_shape(t, ()), INF, 0)
@@ -263,9 +263,9 @@ class ModuleBuilder:
     def sort_comparator(self, t: PrimitiveType, direction: str, with_payload: bool):
         """(name, payload type or None): compares the keys only (a stable sort keeps payload order)."""
         payload = PRIMITIVE_TYPES["s32"] if with_payload else None
-        key = ("sort", t.name, direction, with_payload)
+        key = ("ordering", t.name, direction, with_payload)
         if key not in self._reducers:
-            comp = self.computation(f"sort_{direction.lower()}_{t.name}", 1)
+            comp = self.computation(f"order_{direction.lower()}_{t.name}", 1)
             a, b = comp.parameter(array_shape(t, ()), INF, 0), comp.parameter(array_shape(t, ()), INF, 0)
             if with_payload:
                 comp.parameter(array_shape(payload, ()), INF, 0)

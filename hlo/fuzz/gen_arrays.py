@@ -248,7 +248,7 @@ def scatter(comp: Comp, rng, op: str) -> Optional[Val]:
     indices = comp.add("constant", array_shape(S32, (count, 1)), (), "", keep=False, name="idx")
     comp.lines[-1] = comp.lines[-1].replace("constant()", f"constant({text})")
     updates = comp.value_of(rng, array_shape(x.type, (count,) + x.dims[1:]), computable=True)
-    combiner = comp.module.assign_computation(x.type) if replace else comp.module.scalar_reducer("add", x.type)
+    combiner = comp.module.assign_computation(x.type) if replace else comp.module.scalar_reducer(Op.ADD, x.type)
     window = ",".join(str(d) for d in range(1, x.shape.rank))
     attrs = (f", update_window_dims={{{window}}}, inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}"
              f", index_vector_dim=1, to_apply={combiner}" + (", unique_indices=true" if replace and rng.random() < 0.5
@@ -270,7 +270,7 @@ def dynamic_dimension(comp: Comp, rng, op: str) -> Optional[Val]:
     dim = int(rng.integers(0, x.shape.rank))
     size = comp.constant(S32, int(rng.integers(0, x.dims[dim] + 1)))
     dynamic = [d == dim for d in range(x.shape.rank)]
-    comp.module.features.add("dynamic")
+    comp.module.features.add("dynamic-sizes")
     if op == Op.DYNAMIC_RESHAPE:  # [n] with a runtime size k, to [<=n] of size k
         count = int(np.prod(x.dims))
         flat = comp.add("reshape", array_shape(x.type, (count,)), [x], keep=False)
@@ -283,7 +283,7 @@ def dynamic_dimension(comp: Comp, rng, op: str) -> Optional[Val]:
                      f", dimensions={{{dim}}}", keep=False)
     if op == Op.GET_DIMENSION_SIZE:
         return comp.add(op, array_shape(S32, ()), [d], f", dimensions={{{dim}}}", bound=float(MAX_DIM))
-    reducer = comp.module.scalar_reducer("add", x.type)
+    reducer = comp.module.scalar_reducer(Op.ADD, x.type)
     zero = comp.constant(x.type, 0)
     all_dims = ",".join(str(i) for i in range(d.shape.rank))
     return comp.add("reduce", array_shape(x.type, ()), [d, zero], f", dimensions={{{all_dims}}}, to_apply={reducer}",

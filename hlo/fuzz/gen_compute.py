@@ -7,9 +7,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..opcodes import Op
+from ..opcodes import Op, Trait, has_trait, ops_with
 from ..shapes import PRIMITIVE_TYPES
-from .builder import ARITHMETIC_TYPES, FLOAT_TYPES, INF, Comp, Val, array_shape, fits_exactly, largest
+from .builder import ARITHMETIC_TYPES, FLOAT_TYPES, INF, Comp, Val, array_shape, fits_exactly, largest, small_value
+from .gen_elementwise import takes
 from .registry import GENERATORS, MAX_DIM, random_dims, random_type
 
 PRED = PRIMITIVE_TYPES["pred"]
@@ -103,26 +104,35 @@ def convolution(comp: Comp, rng, op: str) -> Optional[Val]:
 
 # --------------------------------------------------------------------------- reductions
 
-def _reducer(comp: Comp, rng, t) -> tuple[str, str]:
-    """(computation name, kind): add/maximum/minimum/multiply/and/or, or a serial one (not
-    associative: acc + 2|x|, or acc * 2 - x) whose result depends on XLA:CPU's order."""
-    kinds = ["add", "maximum", "minimum"] + (["and", "or"] if t.is_integral or t.is_pred else []) + ["serial"]
-    if t.is_pred:
-        kinds = ["and", "or", "maximum", "minimum"]
-    if t.is_complex:
-        kinds = ["add", "serial"]
+SERIAL = None  # the reducer kind of the serial reducers (builder.serial_reducer)
+
+
+def _reducer(comp: Comp, rng, t, computable: bool) -> tuple[str, Optional[str]]:
+    """(computation name, kind): one associative op of the table that takes type t (add,
+    maximum, and, ...), or SERIAL: a reducer that is not associative (acc + 2|x|, 2 acc - x),
+    whose result depends on XLA:CPU's order. Values that are not exact only get summed."""
+    kinds = [op for op in sorted(ops_with(Trait.ASSOCIATIVE)) if takes(op, t)] + ([SERIAL] if not t.is_pred else [])
+    if not computable:
+        kinds = [op for op in kinds if op == Op.ADD]
+    if not kinds:
+        return "", SERIAL
     kind = kinds[int(rng.integers(0, len(kinds)))]
-    if kind != "serial":
-        return comp.module.scalar_reducer(kind, t), kind
-    return comp.module.serial_reducer(t, int(rng.integers(0, 2))), kind
+    if kind is SERIAL:
+        return comp.module.serial_reducer(t, int(rng.integers(0, 2))), SERIAL
+    return comp.module.scalar_reducer(kind, t), kind
 
 
-def _reduce_bound(kind: str, x: Val, init: Val, count: int) -> tuple[float, int]:
-    if kind == "add":
-        return x.bound * count + init.bound, max(x.frac, init.frac)
-    if kind == "serial":
-        return (init.bound + 2 * x.bound) * 2 ** min(count, 60) if count else init.bound, max(x.frac, init.frac)
-    return max(x.bound, init.bound) if kind in ("maximum", "minimum") else largest(x.type), max(x.frac, init.frac)
+def _reduce_bound(kind: Optional[str], x: Val, init: Val, count: int) -> tuple[float, int]:
+    frac = max(x.frac, init.frac)
+    if kind == Op.ADD:
+        return x.bound * count + init.bound, frac
+    if kind is SERIAL:
+        return (init.bound + 2 * x.bound) * 2 ** min(count, 60) if count else init.bound, frac
+    if has_trait(kind, Trait.IDEMPOTENT) and not x.type.is_integral:
+        return max(x.bound, init.bound), frac
+    if kind == Op.MULTIPLY:
+        return max(x.bound, init.bound, 1.0) ** min(count + 1, 60), x.frac * (count + 1)
+    return largest(x.type) if x.type.is_integral else max(x.bound, init.bound), frac
 
 
 @GENERATORS.register(Op.REDUCE, weight=2)
@@ -133,12 +143,12 @@ def reduce(comp: Comp, rng, op: str) -> Optional[Val]:
         return None
     if rng.random() < 0.2 and x.computable and x.shape.rank >= 1 and not x.type.is_complex and not x.type.is_pred:
         return _argmax(comp, rng, x)
-    reducer, kind = _reducer(comp, rng, x.type)
-    if kind not in ("add", "maximum", "minimum") and not x.computable:
+    reducer, kind = _reducer(comp, rng, x.type, x.computable)
+    if not reducer:
         return None
     dims = sorted(int(d) for d in rng.choice(x.shape.rank, size=int(rng.integers(0, x.shape.rank + 1)), replace=False)) \
         if x.shape.rank else []
-    init = comp.constant(x.type, 0 if kind in ("add", "or", "serial") else (1 if kind == "and" else 0))
+    init = comp.constant(x.type, small_value(x.type, rng) if rng.random() < 0.3 else 0)
     count = int(np.prod([x.dims[d] for d in dims])) if dims else 1
     bound, frac = _reduce_bound(kind, x, init, count)
     kept = [n for d, n in enumerate(x.dims) if d not in dims]
@@ -196,11 +206,11 @@ def reduce_window(comp: Comp, rng, op: str) -> Optional[Val]:
                   and not v.shape.is_dynamic and v.shape.rank >= 1)
     if x is None:
         return None
-    reducer, kind = _reducer(comp, rng, x.type)
-    if kind not in ("add", "maximum", "minimum") and not x.computable:
+    reducer, kind = _reducer(comp, rng, x.type, x.computable)
+    if not reducer:
         return None
     text, out = _window(rng, x.dims)
-    init = comp.constant(x.type, 0 if kind in ("add", "or", "serial") else (1 if kind == "and" else 0))
+    init = comp.constant(x.type, small_value(x.type, rng) if rng.random() < 0.3 else 0)
     bound, frac = _reduce_bound(kind, x, init, 9)
     exact = x.exact and (x.type.is_integral or x.type.is_pred or fits_exactly(x.type, bound, frac))
     return comp.add(op, array_shape(x.type, out), [x, init], f", window={{{text}}}, to_apply={reducer}",
@@ -218,7 +228,7 @@ def select_and_scatter(comp: Comp, rng, op: str) -> Optional[Val]:
     init = comp.constant(x.type, 0)
     direction = "GE" if rng.random() < 0.5 else "LE"
     select = comp.module.compare_computation(x.type, direction)
-    add = comp.module.scalar_reducer("add", x.type)
+    add = comp.module.scalar_reducer(Op.ADD, x.type)
     bound = source.bound * int(np.prod(out)) + init.bound
     exact = source.exact and (x.type.is_integral or fits_exactly(x.type, bound, source.frac))
     return comp.add(op, array_shape(x.type, x.dims), [x, source, init],

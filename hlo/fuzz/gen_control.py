@@ -234,7 +234,7 @@ def rng_bit_generator(comp: Comp, rng, op: str) -> Optional[Val]:
 def rng_op(comp: Comp, rng, op: str) -> Optional[Val]:
     """The stateful generators: implementation-defined numbers (compared only between runs of
     the interpreter)."""
-    comp.module.features.add("rng")
+    comp.module.features.add("random-numbers")
     if op == Op.RNG_GET_AND_UPDATE_STATE:
         return comp.add(op, array_shape(U64, (2,)), (), ", delta=8", raw=True, bound=INF)
     t = PRIMITIVE_TYPES["f32"]
@@ -298,7 +298,7 @@ def collective(comp: Comp, rng, op: str) -> Optional[Val]:
             return None
         groups = "{{" + ",".join(str(i) for i in range(n)) + "}}"  # (XLA's importer wants them listed)
         return comp.add(op, x.shape, [x], f", replica_groups={groups}, dimensions={{0}}", bound=x.bound, frac=x.frac)
-    reducer = comp.module.scalar_reducer("add" if not x.type.is_pred else "or", x.type)
+    reducer = comp.module.scalar_reducer(Op.ADD if not x.type.is_pred else Op.OR, x.type)
     bound = x.bound * size
     exact = x.type.is_integral or fits_exactly(x.type, bound, x.frac)
     if op == Op.REDUCE_SCATTER:

@@ -11,19 +11,19 @@ from __future__ import annotations
 from typing import Optional
 
 from ..opcodes import OPCODES, Op, ResultType, TypeClass
-from ..shapes import PRIMITIVE_TYPES, PrimitiveType, real_type_of
+from ..shapes import PRIMITIVE_TYPES, PrimitiveType, TypeKind, real_type_of
 from .builder import (ARITHMETIC_TYPES, INF, STORAGE_TYPES, Comp, Val, array_shape, fits_exactly, largest,
                       significand_bits)
 from .registry import GENERATORS, random_dims, random_type
 
-_CLASS_OF = {"pred": TypeClass.PRED, "signed": TypeClass.SINT, "unsigned": TypeClass.UINT, "float": TypeClass.FLOAT,
-             "complex": TypeClass.COMPLEX}
+_CLASS_OF = {TypeKind.PRED: TypeClass.PRED, TypeKind.SIGNED: TypeClass.SINT, TypeKind.UNSIGNED: TypeClass.UINT,
+             TypeKind.FLOAT: TypeClass.FLOAT, TypeKind.COMPLEX: TypeClass.COMPLEX}
 
 
 def takes(op: str, t: PrimitiveType) -> bool:
     """True if elementwise op `op` accepts operands of type t (the table's operand types)."""
     allowed = OPCODES[op].operand_types
-    return allowed is None or bool(allowed & _CLASS_OF[t.kind.value])
+    return allowed is None or bool(allowed & _CLASS_OF[t.kind])
 
 
 def _operand(comp: Comp, rng, op: str, computable: bool) -> Optional[Val]:
@@ -236,6 +236,6 @@ def stochastic_convert(comp: Comp, rng, op: str) -> Optional[Val]:
     random_bits = comp.value_of(rng, array_shape(bits, x.dims), computable=True)
     targets = [PRIMITIVE_TYPES[n] for n in ("s8", "s16", "s32")]  # (XLA converts to signed integers only)
     t = targets[int(rng.integers(0, len(targets)))]
-    comp.module.features.add("stochastic-convert")
+    comp.module.features.add("stochastic-rounding")
     return comp.add(op, array_shape(t, x.dims), [x, random_bits], exact=True, bound=largest(t),
                     frac=0 if t.is_integral else significand_bits(t))

@@ -69,7 +69,7 @@ def check(program: Program, passes: Optional[list[str]] = None, jit: bool = True
     if reference is None:
         return outcome
     text = _round_trip(module, found)
-    deterministic = "rng" not in program.features
+    deterministic = "random-numbers" not in program.features
     for name in (passes or []):
         _compare_after(program, text, name, name, reference, shapes, found, deterministic)
         outcome.checks += 1

@@ -25,7 +25,7 @@ class Program:
     inputs: list[list[np.ndarray]]           # per device: one array (or tuple) per entry parameter
     infeed: list[np.ndarray] = field(default_factory=list)
     replicas: int = 1
-    features: frozenset = frozenset()        # rng, collectives, dynamic, host-transfer, linalg ...
+    features: frozenset = frozenset()        # random-numbers, collectives, dynamic-sizes, host-transfer ...
     exact_outputs: tuple[bool, ...] = ()     # per output leaf: every implementation gives the same bits
 
 
@@ -58,7 +58,7 @@ def generate(seed: int, max_steps: int = 24) -> Program:
     inputs = [[make(rng) for make in module.inputs] for _ in range(replicas)]
     infeed = [random_input(s, 4.0, 2, rng) for s in module.infeed]
     exact = tuple(v.exact and not v.raw for v in outputs for _ in v.shape.leaves())
-    if "rng" in module.features or "stochastic-convert" in module.features:
+    if "random-numbers" in module.features or "stochastic-rounding" in module.features:
         exact = tuple(False for _ in exact)
     return Program(seed, text, inputs, infeed, replicas, frozenset(module.features), exact)
 
