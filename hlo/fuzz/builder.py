@@ -68,6 +68,7 @@ class Val:
     frac: int = 0            # binary digits after the point an element may have
     exact: bool = True       # computed bit for bit alike by every implementation
     raw: bool = False        # arbitrary bit patterns: moved around, never computed with
+    error: float = 0.0       # relative difference implementations may show (0 when exact)
 
     @property
     def type(self) -> PrimitiveType:
@@ -81,6 +82,19 @@ class Val:
     def computable(self) -> bool:
         """Usable as an operand of arithmetic, comparisons and indices (exact, not raw bits)."""
         return self.exact and not self.raw and self.shape.is_array
+
+
+# How far two implementations' values may drift apart once rounding differs, by the size in
+# bytes of the float (or complex part) the value was last computed in.
+TOLERANCE = {8: 1e-9, 4: 2e-3, 2: 3e-2, 1: 0.25}
+
+
+def tolerance_of(shape: Shape) -> float:
+    """The relative tolerance of an inexact value of `shape` (its first array leaf's type)."""
+    leaf = next((s for _, s in shape.leaves() if s.is_array), None)
+    if leaf is None or not (leaf.element_type.is_float or leaf.element_type.is_complex):
+        return TOLERANCE[4]
+    return TOLERANCE.get(real_type_of(leaf.element_type).byte_size, TOLERANCE[2])
 
 
 def array_shape(t: PrimitiveType, dims, layout: Optional[tuple[int, ...]] = None) -> Shape:
@@ -103,7 +117,8 @@ class Comp:
     def add(self, opcode: str, shape: Shape, operands=(), attrs: str = "", *, bound: float = 0.0, frac: int = 0,
             exact: bool = True, raw: bool = False, keep: bool = True, name: str = "") -> Val:
         """Write `name = shape opcode(operands), attrs` and return its value."""
-        v = Val(self.module.unique(name or opcode.replace("-", "_")), shape, bound, frac, exact, raw)
+        error = max([o.error for o in operands if isinstance(o, Val)] + ([0.0] if exact else [tolerance_of(shape)]))
+        v = Val(self.module.unique(name or opcode.replace("-", "_")), shape, bound, frac, exact, raw, error)
         text = ", ".join(o.name for o in operands)
         self.lines.append(f"  {v.name} = {format_shape(shape)} {opcode}({text}){attrs}")
         if keep:

@@ -1,8 +1,8 @@
 """Comparing the outputs of two implementations of one program.
 
 Exact outputs (builder.py: every implementation computes them bit for bit alike) must be
-equal, NaNs anywhere a NaN is and +0 equal to -0; the others must agree within a tolerance
-of their type, with NaNs and infinities in the same places. A dynamic output from XLA is
+equal, NaNs anywhere a NaN is and +0 equal to -0; the others must agree within the tolerance
+of the narrowest float they were computed in, with NaNs and infinities in the same places. A dynamic output from XLA is
 its whole buffer: only its leading part, of the interpreter's runtime size, is compared.
 """
 from __future__ import annotations
@@ -14,23 +14,15 @@ import numpy as np
 from ..runtime.values_io import to_storage
 from ..shapes import Shape
 
-TOLERANCE = {8: 1e-9, 4: 2e-3, 2: 3e-2, 1: 0.25}  # by the float's size in bytes (complex: its parts')
-
-
 def _floats(a: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "c":
         return a.astype(np.complex128)
     return a.astype(np.float64)
 
 
-def _tolerance(dtype: np.dtype) -> float:
-    size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
-    return TOLERANCE.get(size, 3e-2)
-
-
-def leaf_difference(want: np.ndarray, got: np.ndarray, exact: bool, shape: Shape) -> Optional[str]:
+def leaf_difference(want: np.ndarray, got: np.ndarray, tolerance: float, shape: Shape) -> Optional[str]:
     """Why `got` is not `want` (None if it is), both values of the array `shape` in storage or
-    file dtypes: shapes, types, then values."""
+    file dtypes: shapes, types, then values (equal, or within the relative `tolerance`)."""
     want, got = to_storage(np.asarray(want), shape), to_storage(np.asarray(got), shape)
     if got.shape != want.shape and got.ndim == want.ndim and all(g >= w for g, w in zip(got.shape, want.shape)):
         got = got[tuple(slice(0, n) for n in want.shape)]   # XLA's padded buffer of a dynamic result
@@ -44,11 +36,11 @@ def leaf_difference(want: np.ndarray, got: np.ndarray, exact: bool, shape: Shape
     else:
         w, g = _floats(want), _floats(got)
         both_nan = np.isnan(w) & np.isnan(g)
-        if exact:
+        if not tolerance:
             bad = (w != g) & ~both_nan
         else:
             with np.errstate(invalid="ignore", over="ignore"):
-                close = np.abs(g - w) <= _tolerance(want.dtype) * (1 + np.abs(w))
+                close = np.abs(g - w) <= tolerance * (1 + np.abs(w))
             bad = ~(close | (w == g) | both_nan)
     bad = np.asarray(bad)
     if not bad.any():
@@ -58,13 +50,14 @@ def leaf_difference(want: np.ndarray, got: np.ndarray, exact: bool, shape: Shape
             f"{got[where] if where or got.ndim == 0 else got} instead of {want[where] if want.ndim else want}")
 
 
-def difference(want: Sequence[np.ndarray], got: Sequence[np.ndarray], exact: Sequence[bool],
+def difference(want: Sequence[np.ndarray], got: Sequence[np.ndarray], tolerances: Sequence[float],
                shapes: Sequence[Shape]) -> Optional[str]:
-    """Why the output leaves `got` are not `want` (None if they agree); `shapes`: the leaves' shapes."""
+    """Why the output leaves `got` are not `want` (None if they agree); `shapes`: the leaves' shapes,
+    `tolerances`: theirs (0: exactly equal)."""
     if len(got) != len(want):
         return f"{len(got)} outputs instead of {len(want)}"
     for i, (w, g) in enumerate(zip(want, got)):
-        why = leaf_difference(w, g, exact[i] if i < len(exact) else False, shapes[i])
+        why = leaf_difference(w, g, tolerances[i], shapes[i])
         if why is not None:
             return f"output {i}: {why}"
     return None

@@ -118,7 +118,7 @@ def _round_trip(module, found) -> str:
 
 def _agree(program: Program, want: list, got: list, shapes, check: str, found) -> None:
     for d, (w, g) in enumerate(zip(want, got)):
-        why = difference([from_storage(x) for x in w], [from_storage(x) for x in g], program.exact_outputs, shapes)
+        why = difference([from_storage(x) for x in w], [from_storage(x) for x in g], program.tolerances, shapes)
         if why is not None:
             found(check, (f"device {d}: " if len(want) > 1 else "") + why)
             return

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..shapes import Shape
 from . import gen_arrays, gen_compute, gen_control, gen_elementwise  # noqa: F401 (their generators register)
-from .builder import Comp, ModuleBuilder, Val, random_input
+from .builder import Comp, ModuleBuilder, Val, random_input, tolerance_of
 from .registry import GENERATORS
 
 
@@ -26,7 +26,7 @@ class Program:
     infeed: list[np.ndarray] = field(default_factory=list)
     replicas: int = 1
     features: frozenset = frozenset()        # random-numbers, collectives, dynamic-sizes, host-transfer ...
-    exact_outputs: tuple[bool, ...] = ()     # per output leaf: every implementation gives the same bits
+    tolerances: tuple[float, ...] = ()       # per output leaf: 0 where every implementation gives the same bits
 
 
 def _opcodes(devices: bool) -> tuple[list[str], np.ndarray]:
@@ -57,10 +57,9 @@ def generate(seed: int, max_steps: int = 24) -> Program:
     text = module.text(entry, root)
     inputs = [[make(rng) for make in module.inputs] for _ in range(replicas)]
     infeed = [random_input(s, 4.0, 2, rng) for s in module.infeed]
-    exact = tuple(v.exact and not v.raw for v in outputs for _ in v.shape.leaves())
-    if "random-numbers" in module.features or "stochastic-rounding" in module.features:
-        exact = tuple(False for _ in exact)
-    return Program(seed, text, inputs, infeed, replicas, frozenset(module.features), exact)
+    tolerances = tuple(0.0 if v.exact and not v.raw else max(v.error, tolerance_of(v.shape))
+                       for v in outputs for _ in v.shape.leaves())
+    return Program(seed, text, inputs, infeed, replicas, frozenset(module.features), tolerances)
 
 
 def _outputs(made: list[Val], rng: np.random.Generator) -> list[Val]:
@@ -86,5 +85,5 @@ def program_from_text(text: str, seed: int = 0, replicas: int = 1) -> Program:
                       for _, s in p.shape.leaves()]
             args.append(leaves[0] if not p.shape.is_tuple else tuple(leaves))
         inputs.append(args)
-    outputs = sum(1 for _ in module.entry.root.shape.leaves())
-    return Program(seed, text, inputs, [], replicas, frozenset(), tuple(False for _ in range(outputs)))
+    tolerances = tuple(tolerance_of(leaf) for _, leaf in module.entry.root.shape.leaves())
+    return Program(seed, text, inputs, [], replicas, frozenset(), tolerances)
