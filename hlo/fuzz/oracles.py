@@ -95,13 +95,7 @@ def _run(program: Program, module) -> list[list[np.ndarray]]:
 
 
 def _interpret(program: Program, module, found) -> Optional[list]:
-    try:
-        return _run(program, module)
-    except HloError as err:
-        found("interpreter", err.render())
-    except Exception:  # noqa: BLE001 - a crash is what the fuzzer looks for
-        found("interpreter", "crash: " + traceback.format_exc(limit=6))
-    return None
+    return _attempt("interpreter", found, lambda: _run(program, module))
 
 
 def _round_trip(module, found) -> str:
@@ -124,47 +118,48 @@ def _agree(program: Program, want: list, got: list, shapes, check: str, found) -
             return
 
 
+def _attempt(kind: str, found, work, refusal=lambda err: False):
+    """work()'s result; None after reporting what went wrong (an HloError that `refusal` does
+    not accept, or a crash)."""
+    try:
+        return work()
+    except HloError as err:
+        if not refusal(err):
+            found(kind, err.render())
+    except Exception:  # noqa: BLE001 - a crash is what the fuzzer looks for
+        found(kind, "crash: " + traceback.format_exc(limit=6))
+    return None
+
+
 def _compare_after(program: Program, text: str, pipeline: str, label: str, reference, shapes, found,
                    deterministic: bool) -> None:
     kind = "pipeline" if label == "pipeline" else f"pass:{label}"
-    try:
+
+    def optimised():
         module = load_module(text, "printed.hlo")
         run_pipeline(module, pipeline)
-        got = _run(program, module)
-    except HloError as err:
-        found(kind, err.render())
-        return
-    except Exception:  # noqa: BLE001
-        found(kind, "crash: " + traceback.format_exc(limit=6))
-        return
-    if deterministic:
+        return _run(program, module)
+    got = _attempt(kind, found, optimised)
+    if got is not None and deterministic:
         _agree(program, reference, got, shapes, kind, found)
+
+
+def _documented_refusal(err: HloError) -> bool:
+    return bool(NOT_COMPILED.search(err.message)) and err.diagnostics[0].loc is not None
 
 
 def _compare_compiled(program: Program, module, reference, shapes, found, aot: bool) -> None:
     from ..codegen import JitExecutable  # lazy: llvmlite only when compiling
-    try:
-        executable = JitExecutable(module)
-        got = [[np.asarray(x) for x in executable.run(*program.inputs[0])]]
-    except HloError as err:
-        if not (NOT_COMPILED.search(err.message) and err.diagnostics[0].loc is not None):
-            found("jit", err.render())
-        return
-    except Exception:  # noqa: BLE001
-        found("jit", "crash: " + traceback.format_exc(limit=6))
+    got = _attempt("jit", found, lambda: [[np.asarray(x) for x in JitExecutable(module).run(*program.inputs[0])]],
+                   _documented_refusal)
+    if got is None:
         return
     _agree(program, reference, got, shapes, "jit", found)
     if aot:
         from .aot_driver import run_aot  # lazy: needs a C compiler
-        try:
-            got = [run_aot(module, program.inputs[0])]
-        except HloError as err:
-            found("aot", err.render())
-            return
-        except Exception:  # noqa: BLE001
-            found("aot", "crash: " + traceback.format_exc(limit=6))
-            return
-        _agree(program, reference, got, shapes, "aot", found)
+        got = _attempt("aot", found, lambda: [run_aot(module, program.inputs[0])])
+        if got is not None:
+            _agree(program, reference, got, shapes, "aot", found)
 
 
 def _compare_xla(program: Program, module, reference, shapes, found, xla, outcome: Outcome) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from ..ir import Module
 from ..opcodes import Op
-from ..shape_inference.element_types import product_types
 from .base import Pass, register
-from .result_caster import is_product
+from .result_caster import mixed_types
 from .rewrite import Rewriter, unfused_instructions
 
 
 def _mixed_operands(inst) -> bool:
-    if not is_product(inst):
-        return False
-    result = inst.shape.element_type
-    lhs, rhs = (op.shape.element_type for op in inst.operands)
-    return (lhs is not result or rhs is not result) and product_types(lhs, rhs, result) is result
+    types = mixed_types(inst)
+    return types is not None and types[2] is inst.shape.element_type and (types[0], types[1]) != (types[2], types[2])
 
 
 @register

@@ -20,11 +20,18 @@ def is_product(inst) -> bool:
             and inst.shape is not None and inst.shape.is_array)
 
 
-def _narrow_result(inst) -> bool:
+def mixed_types(inst):
+    """(lhs type, rhs type, the type the product is computed in) of a dot or convolution; None
+    for other instructions."""
     if not is_product(inst):
-        return False
+        return None
     lhs, rhs = (op.shape.element_type for op in inst.operands)
-    return product_types(lhs, rhs, inst.shape.element_type) is not inst.shape.element_type
+    return lhs, rhs, product_types(lhs, rhs, inst.shape.element_type)
+
+
+def _narrow_result(inst) -> bool:
+    types = mixed_types(inst)
+    return types is not None and types[2] is not inst.shape.element_type
 
 
 @register
@@ -36,7 +43,7 @@ class ResultCaster(Pass):
         found = unfused_instructions(module, _narrow_result)
         rewriter = Rewriter(module)
         for inst in found:
-            lhs, rhs = (op.shape.element_type for op in inst.operands)
+            lhs, rhs, _ = mixed_types(inst)
             narrow = inst.shape
             after = inst.parent.instructions[inst.parent.instructions.index(inst) + 1] \
                 if inst is not inst.parent.instructions[-1] else None

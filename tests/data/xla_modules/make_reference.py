@@ -90,63 +90,36 @@ def to_file(arrays: dict) -> dict:
 # --------------------------------------------------------------------------- XLA in a child process
 
 def xla_worker(name: str, leaf_types: list[str]) -> None:
-    """Child process: run or refuse one module with XLA; print a JSON verdict. (It must not
-    import the project: llvmlite's LLVM beside jaxlib's crashes XLA.)"""
+    """Child process: run or refuse one module with XLA; print a JSON verdict (XLA:CPU through
+    hlo/fuzz/xla_runner.py, loaded from its file: the child needs none of the project)."""
     text = (HERE / f"{name}.hlo").read_text(encoding="utf-8").lstrip("\ufeff")
     info = header(text)
-    if int(info.get("DEVICES", 1)) > 1:  # (only then: XLA:CPU's dynamic padding crashes with several devices)
+    devices = int(info.get("DEVICES", 1))
+    if devices > 1:  # (only then: XLA:CPU's dynamic padding crashes with several devices)
         os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("xla_runner", ROOT / "hlo" / "fuzz" / "xla_runner.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
     import jax
     jax.config.update("jax_enable_x64", True)
     from jaxlib import _hlo
-
     try:
         _hlo.hlo_module_from_text(text)
     except Exception as exc:  # noqa: BLE001 - XLA's verdict, whatever it is
         print(json.dumps({"xla": "refused", "message": str(exc).split("\n")[1] if "\n" in str(exc) else str(exc)}))
         return
-    inputs = dict(np.load(HERE / f"{name}.inputs.npz")) if (HERE / f"{name}.inputs.npz").exists() else {}
-    devices = int(info.get("DEVICES", 1))
+    path = HERE / f"{name}.inputs.npz"
+    inputs = {(k if k.startswith("dev") else f"dev0_{k}"): v for k, v in np.load(path).items()} if path.exists() else {}
     try:
-        outputs = _run(text, inputs, devices, leaf_types)
+        outputs = runner.run_text(text, inputs, devices, leaf_types)
     except Exception as exc:  # noqa: BLE001
         print(json.dumps({"xla": "refused", "message": str(exc).split("\n")[0][:300]}))
         return
-    np.savez(HERE / f"{name}.xla.npz", **to_file(outputs))
-    print(json.dumps({"xla": "ran"}))
-
-
-def _run(text: str, inputs: dict, devices: int, params: list[str]) -> dict:
-    import jax
-    from jax._src import compiler as jax_compiler
-    from jax._src.lib import xla_client
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-    from jaxlib import _hlo
-    import ml_dtypes
-
-    module = _hlo.hlo_module_from_text(text)
-    computation = _hlo.XlaComputation(module.as_serialized_hlo_module_proto())
-    mlir = xla_client._xla.mlir.xla_computation_to_mlir_module(computation)
-    devs = jax.devices("cpu")[:devices]
-    options = jax_compiler.get_compile_options(num_replicas=devices, num_partitions=1)
-    executable = devs[0].client.compile_and_load(mlir, xla_client.DeviceList(tuple(devs)), options)
-
-    def arg(key, i):
-        a = np.array(inputs[key])
-        a = a.view(ml_dtypes.bfloat16) if params[i] == "bf16" and a.dtype == np.uint16 else a
-        return a[()] if a.ndim == 0 else a  # (a 0-d array as a dynamic size crashes XLA:CPU; a scalar does not)
     if devices == 1:
-        outs = executable.execute([jax.device_put(arg(f"arg{i}", i), devs[0]) for i in range(len(inputs))])
-        return {f"out{i}": np.asarray(o) for i, o in enumerate(outs)}
-    mesh = Mesh(np.array(devs), ("d",))
-    count = len([k for k in inputs if k.startswith("dev0_")])
-    args = []
-    for i in range(count):
-        shards = [jax.device_put(np.asarray(arg(f"dev{d}_arg{i}", i))[None], devs[d]) for d in range(devices)]
-        shape = (devices,) + shards[0].shape[1:]
-        args.append(jax.make_array_from_single_device_arrays(shape, NamedSharding(mesh, PartitionSpec("d")), shards))
-    results = executable.execute_sharded(args).disassemble_into_single_device_arrays()
-    return {f"dev{d}_out{i}": np.asarray(per_device[d]) for i, per_device in enumerate(results) for d in range(devices)}
+        outputs = {k[len("dev0_"):]: v for k, v in outputs.items()}
+    np.savez(HERE / f"{name}.xla.npz", **outputs)
+    print(json.dumps({"xla": "ran"}))
 
 
 def parameter_types(text: str) -> list[str]:
