@@ -20,10 +20,20 @@ def _floats(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float64)
 
 
+def _as_storage(a, shape: Shape) -> np.ndarray:
+    """An array in the storage dtype of `shape`: file dtypes converted, raw bits of a float
+    type (as XLA's runner hands back every ml_dtypes float) viewed as it."""
+    a = to_storage(np.asarray(a), shape)
+    t = shape.element_type
+    if a.dtype != t.dtype and a.dtype.kind == "u" and a.dtype.itemsize == t.dtype.itemsize and t.is_float:
+        a = a.view(t.dtype)
+    return a
+
+
 def leaf_difference(want: np.ndarray, got: np.ndarray, tolerance: float, shape: Shape) -> Optional[str]:
     """Why `got` is not `want` (None if it is), both values of the array `shape` in storage or
     file dtypes: shapes, types, then values (equal, or within the relative `tolerance`)."""
-    want, got = to_storage(np.asarray(want), shape), to_storage(np.asarray(got), shape)
+    want, got = _as_storage(want, shape), _as_storage(got, shape)
     if got.shape != want.shape and got.ndim == want.ndim and all(g >= w for g, w in zip(got.shape, want.shape)):
         got = got[tuple(slice(0, n) for n in want.shape)]   # XLA's padded buffer of a dynamic result
     if got.shape != want.shape:

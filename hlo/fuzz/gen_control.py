@@ -316,10 +316,12 @@ def collective(comp: Comp, rng, op: str) -> Optional[Val]:
 
 
 def _mesh_groups(rng, n: int) -> tuple[str, int]:
-    if n % 2:
-        return "{}", n
-    axis = "x" if rng.random() < 0.5 else "y"
-    return f"mesh['x'={n // 2},'y'=2] {{'{axis}'}}", (n // 2 if axis == "x" else 2)
+    """XLA's mesh form over a (n/2) x 2 mesh of the replicas: groups along one axis or both."""
+    if n % 2 or n < 4:
+        return f"mesh['x'={n}] {{'x'}}", n
+    choice = int(rng.integers(0, 3))
+    axes = ("{'x'}", "{'y'}", "{'y','x'}")[choice]
+    return f"mesh['x'={n // 2},'y'=2] {axes}", (n // 2, 2, n)[choice]
 
 
 GENERATORS.unsupported(Op.RAGGED_ALL_TO_ALL, Op.COLLECTIVE_REDUCE, reason="not generated yet: their operands "

@@ -74,13 +74,15 @@ def stepping_unary(comp: Comp, rng, op: str) -> Optional[Val]:
     bound = 1.0 if op == Op.SIGN or t.is_pred else (x.bound + 1 if x.type.is_float else largest(t))
     if op == Op.POPCNT or op == Op.COUNT_LEADING_ZEROS:
         bound = float(t.bits)
-    return _result(comp, op, [x], t, "", bound, 0)
+    # (the sign of a complex number is z / |z|: rounded)
+    return _result(comp, op, [x], t, "", bound, 0, continuous=not x.type.is_complex)
 
 
 @GENERATORS.register([o for o, info in OPCODES.items() if info.transcendental], Op.ATAN)
 def transcendental(comp: Comp, rng, op: str) -> Optional[Val]:
-    """exp, log, sin, ... : never exact; NaN where the argument is out of the domain."""
-    x = _operand(comp, rng, op, computable=False)
+    """exp, log, sin, ... of exact values (a rounding difference near a pole or a branch cut
+    would be magnified): never exact; NaN where the argument is out of the domain."""
+    x = _operand(comp, rng, op, computable=True)
     if x is None or not (x.type.is_float or x.type.is_complex) or x.type.bits < 16:
         return None
     return _result(comp, op, [x], _result_type(op, x.type), "", INF, 0, continuous=False)
@@ -130,7 +132,7 @@ def arithmetic(comp: Comp, rng, op: str) -> Optional[Val]:
 @GENERATORS.register(Op.AND, Op.OR, Op.XOR, Op.SHIFT_LEFT, Op.SHIFT_RIGHT_ARITHMETIC, Op.SHIFT_RIGHT_LOGICAL,
                      Op.REMAINDER, Op.POWER, Op.ATAN2, Op.DIVIDE)
 def other_binary(comp: Comp, rng, op: str) -> Optional[Val]:
-    exact_only = not (op == Op.ATAN2 or op == Op.DIVIDE or op == Op.POWER)
+    exact_only = True  # (dividing by, or raising, an inexact value near zero magnifies its rounding)
     x = _operand(comp, rng, op, computable=exact_only)
     if x is None or (x.type.bits < 16 and x.type.is_float):
         return None
