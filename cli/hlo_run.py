@@ -10,7 +10,7 @@ import numpy as np
 
 from hlo.analysis.loading import load_module
 from hlo.diagnostics import error
-from hlo.runtime import values_io
+from hlo.runtime import resources, values_io
 from hlo.interpreter import new_plans, run_devices
 from hlo.ir import Module
 from hlo.passes.sharding_propagation import is_sharded
@@ -90,13 +90,20 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
               help="--backend cpu: print the compile's phases (pipeline, lowering, LLVM, loading) and cache hits.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
               "taking over a second).")
+@click.option("--max-memory", metavar="SIZE", help="Refuse, at its instruction, any array or buffer larger than "
+              "SIZE (e.g. 512M, 4G; default: the memory available).")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
          repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], time_compile: bool,
-         quiet: bool, full: bool = False) -> None:
+         quiet: bool, max_memory: Optional[str], full: bool = False) -> None:
     _check_backend(backend)
+    if max_memory is not None:
+        try:
+            resources.set_memory_limit(resources.parse_memory_size(max_memory))
+        except ValueError as exc:
+            raise UsageError(f"--max-memory: {exc}") from None
     if (threads is not None or time_compile) and backend != "cpu":
         raise UsageError("--threads and --time-compile need --backend cpu")
     name, text = read_text(module_file)
@@ -277,6 +284,9 @@ def _arguments(module: Module, given: dict, devices: int, random_inputs: bool, s
                 leaves.append(given[key])
             elif random_inputs:
                 leaves.append(None)
+                resources.check_allocation(param.shape.byte_size() + 8 * _elements(param.shape),
+                                           f"a random input for parameter {param.attrs['parameter_number']}",
+                                           param.loc)
             else:
                 where = f"arg{i}" if devices == 1 else f"arg{i} (or dev{d}_arg{i})"
                 raise error(f"no input for parameter {param.attrs['parameter_number']} (%{param.name}) "
@@ -303,6 +313,11 @@ def _fill(shape, it, rng):
     if leaf is None:
         return values_io.random_value(shape, rng)
     return values_io.to_storage(leaf, shape)
+
+
+def _elements(shape) -> int:
+    """Elements of a value (random inputs are drawn as 8-byte numbers first)."""
+    return sum(s.element_count() for _, s in shape.leaves() if s.is_array)
 
 
 def _param_of_leaf(counts: list[int], leaf: int) -> int:

@@ -18,6 +18,7 @@ from . import values as V
 from .generic_attributes import (check_generic_attribute, format_generic_attribute, format_int_list,
                                  is_default_result_accuracy)
 from .literal import Literal, format_literal, literal_from_value
+from .mesh_groups import MeshGroupsText
 from .opcodes import AttrKind, AttrSpec
 from .shapes import Shape, format_shape
 from .textutil import escape_string, format_float, unescape
@@ -196,35 +197,12 @@ class ReplicaGroups:
 
     @staticmethod
     def from_mesh(v: V.MeshGroups) -> "ReplicaGroups":
-        """Groups of the devices along the named axes of a mesh (device ids iota, or reshaped and
-        transposed by device_ids=([dims]T(perm)))."""
-        m = re.match(r"mesh\[(.*?)\](?:,\s*device_ids=\((.*?)\))?\s*\{(.*)\}$", v.text, re.S)
-        if not m:
-            raise ValueError("mesh groups look like mesh['x'=2,'y'=2] {'y'}")
-        axes = [(a, int(n)) for a, n in re.findall(r"'([^']*)'\s*=\s*(\d+)", m.group(1))]
-        names = [a for a, _ in axes]
-        chosen = re.findall(r"'([^']*)'", m.group(3))
-        if any(c not in names for c in chosen):
-            raise ValueError(f"mesh groups name axes {chosen} of a mesh with axes {names}")
-        sizes = [n for _, n in axes]
-        total = int(np.prod(sizes)) if sizes else 1
-        ids = np.arange(total)
-        if m.group(2):
-            d = re.match(r"\s*\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?\s*$", m.group(2))
-            if not d:
-                raise ValueError("device_ids are written ([dims]T(perm))")
-            dims = [int(x) for x in d.group(1).split(",") if x.strip()]
-            if int(np.prod(dims)) != total:
-                raise ValueError("device_ids and the mesh have different device counts")
-            ids = ids.reshape(dims)
-            if d.group(2):
-                ids = ids.transpose([int(x) for x in d.group(2).split(",") if x.strip()])
-        ids = ids.reshape(sizes)
-        rest = [i for i, a in enumerate(names) if a not in chosen]
-        order = rest + [names.index(c) for c in chosen]
-        size = int(np.prod([sizes[names.index(c)] for c in chosen])) if chosen else 1
-        groups = ids.transpose(order).reshape(-1, size)
-        return ReplicaGroups(tuple(tuple(int(x) for x in g) for g in groups), None, v)
+        """Groups of the devices along the listed axes (or sub-axes) of a mesh, in XLA's meaning:
+        the mesh's device array (iota, a transposed iota `device_ids=([2,4]T(1,0))` or an explicit
+        permutation `device_ids=(3,1,2,0)`) with the grouped axes moved last, in the order listed."""
+        mesh = MeshGroupsText.parse(v.text)
+        groups = mesh.groups()
+        return ReplicaGroups(tuple(tuple(int(x) for x in g) for g in groups), None, V.MeshGroups(mesh.text()))
 
     @staticmethod
     def from_iota(iota: V.Iota) -> "ReplicaGroups":

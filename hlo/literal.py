@@ -176,9 +176,9 @@ _COMPONENT = {"f32": PRIMITIVE_TYPES["f32"], "f64": PRIMITIVE_TYPES["f64"]}
 def _pred(x, i) -> bool:
     if isinstance(x, bool):
         return x
-    if type(x) in _INT_TYPES and x in (0, 1):
-        return bool(x)
-    raise LiteralError(f"expected true/false or 0/1 for pred, got {_show(x)}", i)
+    if type(x) in _INT_TYPES:
+        return x != 0  # (XLA reads any integer: nonzero is true)
+    raise LiteralError(f"expected true/false or an integer for pred, got {_show(x)}", i)
 
 
 def _checked_ints(flat, et: PrimitiveType) -> np.ndarray:
@@ -212,6 +212,7 @@ def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
     """Array of float type et; NaNs get their exact bits (sign, payload) written afterwards."""
     if set(map(type, flat)) <= _PLAIN_NUMBERS:  # no NaN, inf, -0 or non-numbers: convert at once
         values = flat
+        _check_overflow(values, et)
         with np.errstate(over="ignore"):
             arr = np.array(values, dtype=np.float64).astype(et.dtype)
         _check_range(values, arr, et)
@@ -225,6 +226,8 @@ def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
         elif isinstance(x, bool) or not isinstance(x, (int, float)):
             raise LiteralError(f"expected a number for {et.name}, got {_show(x)}", i)
         else:
+            if type(x) is float and math.isinf(x):
+                _check_overflow([x], et, i)
             v = float(x)  # V.NEG_ZERO gives -0.0
             if math.isinf(v) and not _has_inf(et):
                 raise LiteralError(f"{et.name} has no infinity", i)
@@ -237,6 +240,15 @@ def _floats(flat, et: PrimitiveType, type_name: str) -> np.ndarray:
         for i, b in nans:
             bits[i] = b
     return arr
+
+
+def _check_overflow(values, et: PrimitiveType, first: int = 0) -> None:
+    """A written number too large for a double reads as a plain infinity (`inf` itself is a
+    values.Inf): XLA refuses it whatever the type."""
+    infinite = np.nonzero(np.isinf(np.asarray(values, dtype=np.float64)))[0]
+    if infinite.size:
+        raise LiteralError(f"value is out of range for {et.name}: beyond the double range (+/-1.79769e+308)",
+                           first + int(infinite[0]))
 
 
 def _check_range(values, arr, et: PrimitiveType) -> None:

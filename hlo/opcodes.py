@@ -514,12 +514,14 @@ _GROUPS: dict[Trait, tuple[str, ...]] = {
 # InferBinaryOpShape with the spec's decisions, e.g. shifts are integer-only); ops not listed
 # accept every array type.
 _OPERAND_TYPES: dict[TypeClass, tuple[str, ...]] = {
-    TypeClass.FLOAT: ("floor", "ceil", "round-nearest-afz", "round-nearest-even", "is-finite", "erf", "complex"),
+    TypeClass.FLOAT: ("floor", "ceil", "round-nearest-afz", "round-nearest-even", "is-finite", "erf", "complex",
+                      "cbrt"),
     TypeClass.INEXACT: ("cosine", "sine", "tan", "tanh", "exponential", "exponential-minus-one", "log",
-                        "log-plus-one", "logistic", "rsqrt", "sqrt", "cbrt", "acos", "acosh", "asin", "asinh",
-                        "atanh", "cosh", "sinh", "atan", "real", "imag"),
+                        "log-plus-one", "logistic", "rsqrt", "sqrt", "acos", "acosh", "asin", "asinh",
+                        "atanh", "cosh", "sinh", "atan", "atan2", "real", "imag"),
     TypeClass.SINT | TypeClass.INEXACT: ("abs", "sign"),
-    TypeClass.NUMBER: ("negate", "subtract", "atan2", "power", "divide", "remainder"),
+    TypeClass.NUMBER: ("negate", "subtract", "power", "divide"),
+    TypeClass.INT | TypeClass.FLOAT: ("remainder",),
     TypeClass.INT: ("count-leading-zeros", "popcnt", "shift-left", "shift-right-arithmetic",
                     "shift-right-logical"),
     TypeClass.PRED | TypeClass.INT: ("not", "and", "or", "xor"),

@@ -18,7 +18,7 @@ import numpy as np
 
 from .analysis.checker import check_module
 from .interpreter import run
-from .interpreter import register_custom_call, run_devices
+from .interpreter import run_devices
 from .ir import Module
 from .passes import spmd_shardings as SS
 from .passes.sharding_propagation import is_sharded
@@ -27,15 +27,6 @@ from .passes.spmd_reshard import block_sizes, positions
 from .passes.spmd_stats import collective_stats
 from .sharding import HloSharding, sharding_of
 from .text.parser import parse_module
-
-
-def _identity(ev, inst, ops):
-    return ops[0]
-
-
-# Sharding annotations are identities when a module runs unpartitioned (on one device).
-register_custom_call("Sharding", _identity)
-register_custom_call("xla.sdy.FuncResultSharding", _identity)
 
 
 def run_global(module: Union[str, Module], inputs: Sequence[np.ndarray], partitions: Optional[int] = None,

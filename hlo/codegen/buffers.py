@@ -230,8 +230,9 @@ class _Assigner:
         claimed = set()
         leaves = leaves_of(root_value)
         copy_sources = {id(resolve(leaf)) for leaf in leaves if resolve(leaf).kind is BufferKind.PARAM}
-        for j, leaf in enumerate(leaves):
-            self.a.results.append(leaf.shape)
+        # The root's own leaf shapes: a buffer reused from an operand may hold another element type.
+        for j, (leaf, (_, shape)) in enumerate(zip(leaves, entry.root.shape.leaves())):
+            self.a.results.append(shape)
             target = resolve(leaf)
             if target.kind is BufferKind.ARENA and id(target) not in claimed and target.shape.compatible(leaf.shape) \
                     and target.shape.minor_to_major() == leaf.shape.minor_to_major() \

@@ -244,6 +244,9 @@ def iota(elem, inst, index):
     ty = compute_type(t)
     if t.is_float:
         return round_to(b, b.sitofp(position, ty), t)
+    if t.is_complex:  # (position, 0)
+        part = ty.elements[0]
+        return scalar_ops.make_complex(b, ty, b.sitofp(position, part), ir.Constant(part, 0.0))
     if t.is_pred:
         return b.icmp_signed("!=", position, const64(0))
     if t.is_complex:

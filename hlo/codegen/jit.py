@@ -26,6 +26,7 @@ import numpy as np
 from ..cache import cache_dir
 from ..ir import Module
 from ..runtime import values_io
+from ..runtime.resources import check_allocation
 from ..text.printer import format_module
 from .buffers import alias_leaves
 from .build import part_objects
@@ -96,6 +97,8 @@ class JitExecutable:
         self.compile_seconds = time.perf_counter() - start
         self.threads = threads if threads is not None else (os.cpu_count() or 1)
         self._set_threads(self.threads)
+        check_allocation(lowered.temp_bytes + sum(s.byte_size() for s in lowered.results),
+                         "the compiled program (its buffers)", module.entry.root.loc)
         self._temp = _aligned_empty(lowered.temp_bytes)   # reused by every run
         self._kept_results = None
         # What every run needs, made once: the pointer arrays the entry function reads, and

@@ -69,8 +69,8 @@ class Lowering:
         value = self.a.values.get(id(inst))
         if value is None or isinstance(value, tuple):
             return None
-        if resolve(value).kind is BufferKind.CONSTANT and inst.shape.rank == 0:
-            return None
+        if resolve(value).kind is BufferKind.CONSTANT and inst.shape.rank == 0 and inst.opcode == Op.CONSTANT:
+            return None  # (a scalar constant is computed inline; what aliases it, e.g. a branch's parameter, reads it)
         return self.pointer(value)
 
     # -- emission
@@ -111,7 +111,7 @@ class Lowering:
         value = self.a.values[id(inst)]
         with self.ctx.scope():
             if resolve(value).kind is BufferKind.CONSTANT:
-                return self.elem.compute(inst, ())
+                return self.elem.compute(resolve(value).constant, ())
             return load_element(self.b, self.pointer(value), inst.shape, ())
 
     # -- copies

@@ -239,7 +239,12 @@ def emit_select_and_scatter(low, inst: Instruction) -> None:
             inside = ir.Constant(I1, 1)
             positions = []
             for d, (o, k, wd) in enumerate(zip(s_index, w, window.dims)):
-                pos = b.sub(b.add(b.mul(o, const64(wd.stride)), k), const64(wd.padding_low))
+                tap = b.mul(k, const64(wd.window_dilation)) if wd.window_dilation > 1 else k
+                pos = b.sub(b.add(b.mul(o, const64(wd.stride)), tap), const64(wd.padding_low))
+                if wd.base_dilation > 1:  # a tap between two dilated elements reads nothing
+                    on_element = b.icmp_signed("==", b.srem(pos, const64(wd.base_dilation)), const64(0))
+                    inside = b.and_(inside, on_element)
+                    pos = b.sdiv(pos, const64(wd.base_dilation))
                 inside = b.and_(inside, b.and_(b.icmp_signed(">=", pos, const64(0)),
                                                b.icmp_signed("<", pos, const64(operand.shape.dims[d]))))
                 positions.append(b.select(b.icmp_signed(">=", pos, const64(0)), pos, const64(0)))

@@ -283,6 +283,16 @@ def _float_minimum(x, y):
     return np.where(take_x, x, y)
 
 
+def _complex_maximum(x, y):
+    """XLA:CPU compares complex numbers by their real parts, the left one winning a tie (a NaN
+    loses every comparison)."""
+    return np.where(x.real >= y.real, x, y)
+
+
+def _complex_minimum(x, y):
+    return np.where(x.real <= y.real, x, y)
+
+
 def _complex_power(a, b):
     out = np.power(a, b)
     # XLA's special cases: 1^z = z^0 = 1, inf^(positive real) = inf, inf^(negative real) = 0.
@@ -402,8 +412,10 @@ BINARY: dict[Op, BinaryKernel] = {
     Op.POWER: _binary(Op.POWER, integer=_int_power, real=np.power, complex_=_complex_power),
     Op.ATAN2: _binary(Op.ATAN2, real=np.arctan2, complex_=_complex_atan2),
     Op.COMPLEX: _complex,
-    Op.MAXIMUM: _binary(Op.MAXIMUM, pred=np.logical_or, integer=_int_maximum, real=_float_maximum, exact=True),
-    Op.MINIMUM: _binary(Op.MINIMUM, pred=np.logical_and, integer=_int_minimum, real=_float_minimum, exact=True),
+    Op.MAXIMUM: _binary(Op.MAXIMUM, pred=np.logical_or, integer=_int_maximum, real=_float_maximum,
+                        complex_=_complex_maximum, exact=True),
+    Op.MINIMUM: _binary(Op.MINIMUM, pred=np.logical_and, integer=_int_minimum, real=_float_minimum,
+                        complex_=_complex_minimum, exact=True),
     Op.AND: _binary(Op.AND, pred=np.logical_and, integer=_int_and),
     Op.OR: _binary(Op.OR, pred=np.logical_or, integer=_int_or),
     Op.XOR: _binary(Op.XOR, pred=np.logical_xor, integer=_int_xor),

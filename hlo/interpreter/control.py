@@ -4,7 +4,8 @@ wrappers and copy-start/copy-done.
 Plans inline calls and fusions (their handler only runs where a plan did not); the other
 ops run their called computations through the evaluator (`ev.execute` on a plan, or
 `ev.combiner` for computations applied per element). A custom call runs the handler
-registered for its target: the LAPACK targets (lapack.py) and "TopK" (sorting.py).
+registered for its target: the LAPACK targets (lapack.py), "TopK" (sorting.py) and the
+placement and sharding annotations (placement.py).
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def run_custom_call(ev, inst, ops):
     handler = CUSTOM_CALL_TARGETS.get(target)
     if handler is None:
         raise error(f"custom-call %{written_name(inst.loc, inst.name)}: target \"{target}\" is not known to the "
-                    f"interpreter (known: LAPACK targets such as lapack_spotrf_ffi, and TopK)",
+                    f"interpreter (known: LAPACK targets such as lapack_spotrf_ffi, TopK, and the placement and "
+                    f"sharding annotations such as MoveToHost and Sharding)",
                     inst.attr_locs.get("custom_call_target", inst.loc))
     return handler(ev, inst, ops)
 

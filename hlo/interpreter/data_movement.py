@@ -16,6 +16,7 @@ from ..diagnostics import error
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import PRIMITIVE_TYPES, Shape
 from .conversions import bitcast_convert, convert
+from .dynamic import fit
 from .handlers import HANDLERS, Source, write_operand, written_as
 from .indexing import slice_array
 from .numerics import quiet
@@ -184,10 +185,11 @@ def run_reshape(ev, inst, ops):
 
 @HANDLERS.register(Op.DYNAMIC_RESHAPE)
 def run_dynamic_reshape(ev, inst, ops):
+    """Sizes below the bounds make the result dynamic: dynamic.py runs those (a result written
+    with static dimensions takes exactly their sizes)."""
     sizes = [scalar_int(s) for s in ops[1:]]
     if tuple(sizes) != tuple(inst.shape.dims):
-        raise ValueError(f"runtime sizes {sizes} differ from the bounds {list(inst.shape.dims)}; "
-                         "dynamic dimension sizes are not supported by the interpreter")
+        raise ValueError(f"runtime sizes {sizes} differ from the static result dimensions {list(inst.shape.dims)}")
     return ops[0].reshape(inst.shape.dims)
 
 
@@ -242,10 +244,14 @@ def run_get_dimension_size(ev, inst, ops):
 
 @HANDLERS.register(Op.SET_DIMENSION_SIZE)
 def run_set_dimension_size(ev, inst, ops):
+    """Only reached for a static result and operand (dynamic.py runs the others): the elements
+    past the size are then padding, which XLA leaves undefined (here: zero)."""
     dim = inst.attrs["dimensions"][0]
-    size = scalar_int(ops[1])
-    if size != ops[0].shape[dim]:
-        raise ValueError(f"runtime size {size} of dimension {dim} differs from its bound "
-                         f"{ops[0].shape[dim]}; dynamic dimension sizes are not supported "
-                         "by the interpreter")
-    return ops[0]
+    size, bound = scalar_int(ops[1]), ops[0].shape[dim]
+    if not 0 <= size <= bound:
+        raise ValueError(f"size {size} is outside [0, {bound}] for dimension {dim}")
+    if size == bound:
+        return ops[0]
+    sizes = list(ops[0].shape)
+    sizes[dim] = size
+    return fit(fit(ops[0], sizes), ops[0].shape)

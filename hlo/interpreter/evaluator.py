@@ -30,8 +30,9 @@ from .plans import Plan, Plans
 from .rng import RngState
 from .values import Value, check_arguments, leaves
 
-# What kernels raise for inputs they cannot handle (numbers out of range included).
-_KERNEL_ERRORS = (ValueError, ArithmeticError)
+# What kernels raise for inputs they cannot handle (numbers out of range included, and
+# memory the module asks for that the machine does not have).
+_KERNEL_ERRORS = (ValueError, ArithmeticError, MemoryError)
 
 # np.errstate(all="ignore") costs microseconds per entry; setting numpy's error-state
 # context variable directly (what errstate does inside) costs a tenth of that.

@@ -1,10 +1,12 @@
 """The linear family: dot, ragged-dot, scaled-dot and convolution (kernels and handlers).
 
-Arithmetic follows XLA: both operands are converted to the result element type,
-then computed in a *computation type*: f32 for every float narrower than 32 bits
+Arithmetic follows XLA: both operands are converted to the product type (the result
+element type, or the operands' common type when the result is less precise: XLA:CPU's
+OperandUpcaster and ResultCaster, see shape_inference/element_types.py), then computed in
+a *computation type*: f32 for every float narrower than 32 bits
 (XLA:CPU upcasts bf16/f16/f8 and rounds the result back), the type itself for
 f32/f64/complex, and 64-bit integers for integral and PRED results, wrapped back
-to the result width at the end (wrap-around is exact because integer sums and
+to the product type's width at the end, then converted to the result type (wrap-around is exact because integer sums and
 products are computed modulo 2**64). Heavy lifting is done by np.matmul, which
 calls BLAS for f32/f64/complex. Where the operands already have the result's f32/f64/complex
 type and the dimension numbers are a (batched) matrix product, the dot handler calls
@@ -20,6 +22,7 @@ import numpy as np
 from ..attributes import ConvDims, DotDims, Window, WindowDim
 from ..opcodes import Op
 from ..shape_inference import dilated_size, window_output_dims
+from ..shape_inference.element_types import product_types
 from ..shapes import PrimitiveType, primitive_type, type_of_dtype
 from .conversions import convert
 from .handlers import HANDLERS, Source, written_as
@@ -43,12 +46,12 @@ def _computation_dtype(result_type: PrimitiveType) -> np.dtype:
     raise ValueError(f"no arithmetic on element type {result_type.name}")
 
 
-def _to_computation(x: np.ndarray, result_type: PrimitiveType) -> np.ndarray:
-    """Convert an operand to the result type (as XLA does), then to the computation type."""
+def _to_computation(x: np.ndarray, product_type: PrimitiveType) -> np.ndarray:
+    """Convert an operand to the product type (XLA's convert), then to the computation type."""
     x = np.asarray(x)
-    if x.dtype != result_type.dtype:
-        x = x.astype(result_type.dtype)
-    return x.astype(_computation_dtype(result_type), copy=False)
+    if x.dtype != product_type.dtype:
+        x = convert(x, type_of_dtype(x.dtype), product_type)
+    return x.astype(_computation_dtype(product_type), copy=False)
 
 
 def _wrap_subbyte(values: np.ndarray, result_type: PrimitiveType) -> np.ndarray:
@@ -60,13 +63,19 @@ def _wrap_subbyte(values: np.ndarray, result_type: PrimitiveType) -> np.ndarray:
     return low.astype(result_type.dtype)
 
 
-def _from_computation(values: np.ndarray, result_type: PrimitiveType) -> np.ndarray:
-    """Round floats / wrap integers back to the result element type."""
-    if result_type.is_pred:
-        return np.asarray(values != 0)  # 0-d comparisons would give numpy scalars
-    if result_type.is_integral and result_type.bits < 8:
-        return _wrap_subbyte(values, result_type)
-    return values.astype(result_type.dtype)  # int64 -> narrower ints wraps (C cast)
+def _from_computation(values: np.ndarray, product_type: PrimitiveType, result_type: PrimitiveType) -> np.ndarray:
+    """Round floats / wrap integers back to the product type, then convert to the result type."""
+    if product_type.is_pred:
+        values = np.asarray(values != 0)  # 0-d comparisons would give numpy scalars
+    elif product_type.is_integral and product_type.bits < 8:
+        values = _wrap_subbyte(values, product_type)
+    else:
+        values = values.astype(product_type.dtype)  # int64 -> narrower ints wraps (C cast)
+    return values if product_type is result_type else convert(values, product_type, result_type)
+
+
+def _product_type(lhs: np.ndarray, rhs: np.ndarray, result_type: PrimitiveType) -> PrimitiveType:
+    return product_types(type_of_dtype(lhs.dtype), type_of_dtype(rhs.dtype), result_type)
 
 
 # --------------------------------------------------------------------------- dot
@@ -107,15 +116,16 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, dims: DotDims,
     rhs_free_shape = tuple(rhs.shape[d] for d in rhs_free)
     contracted = math.prod(lhs.shape[d] for d in dims.lhs_contracting)
     batch = math.prod(batch_shape)
+    product_type = _product_type(lhs, rhs, result_type)
     # As a batched matmul: [batch, lhs free, contracted] @ [batch, contracted, rhs free].
-    a = _to_computation(lhs, result_type).transpose(
+    a = _to_computation(lhs, product_type).transpose(
         list(dims.lhs_batch) + lhs_free + list(dims.lhs_contracting))
-    b = _to_computation(rhs, result_type).transpose(
+    b = _to_computation(rhs, product_type).transpose(
         list(dims.rhs_batch) + list(dims.rhs_contracting) + rhs_free)
     a = a.reshape(batch, math.prod(lhs_free_shape), contracted)
     b = b.reshape(batch, contracted, math.prod(rhs_free_shape))
     product = np.matmul(a, b).reshape(batch_shape + lhs_free_shape + rhs_free_shape)
-    return _from_computation(product, result_type)
+    return _from_computation(product, product_type, result_type)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -223,9 +233,10 @@ def convolution(lhs: np.ndarray, rhs: np.ndarray, window: Window, dims: ConvDims
     """HLO convolution (cross-correlation) with XLA's padding, dilation, reversal and groups."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     _check_conv(lhs.shape, rhs.shape, window, dims, feature_group_count, batch_group_count)
-    x = _to_computation(lhs, result_type).transpose(
+    product_type = _product_type(lhs, rhs, result_type)
+    x = _to_computation(lhs, product_type).transpose(
         (dims.input_batch, dims.input_feature) + dims.input_spatial)
-    kernel = _to_computation(rhs, result_type).transpose(
+    kernel = _to_computation(rhs, product_type).transpose(
         (dims.kernel_output_feature, dims.kernel_input_feature) + dims.kernel_spatial)
     out_spatial = window_output_dims(x.shape[2:], window)
     canonical = _conv_canonical(x, kernel, window, out_spatial,
@@ -235,7 +246,7 @@ def convolution(lhs: np.ndarray, rhs: np.ndarray, window: Window, dims: ConvDims
     to_output[dims.output_feature] = 1
     for k, d in enumerate(dims.output_spatial):
         to_output[d] = 2 + k
-    return _from_computation(canonical.transpose(to_output), result_type)
+    return _from_computation(canonical.transpose(to_output), product_type, result_type)
 
 
 # --------------------------------------------------------------------------- ragged and scaled dots

@@ -20,9 +20,11 @@ from typing import Any, Callable, Optional
 
 from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction
-from ..opcodes import OPCODES, Category, Op, Trait, has_trait
+from ..opcodes import OPCODES, Category, Op, Trait, has_trait, ops_with
+from ..runtime.resources import check_allocation
 from ..shapes import Shape
 from .data_movement import broadcast_compact
+from .dynamic import dynamic_handler, involves_dynamic
 from .handlers import HANDLERS, Source, identity, unsupported
 from .plan_code import PlanCode, Specialiser
 from .values import as_array
@@ -100,18 +102,22 @@ class _PlanBuilder:
         alias = self._alias(inst, operands)
         if alias is not None:
             return alias
-        if inst.opcode == Op.RESHAPE and operands[0] in self.reshape_source:
+        dynamic = involves_dynamic(inst)
+        if inst.opcode == Op.RESHAPE and operands[0] in self.reshape_source and not dynamic:
             source = self.reshape_source[operands[0]]
             if self.dims.get(source) == tuple(inst.shape.dims):
                 return source  # reshaped back to where it came from
             operands = [source]
         out = self.new_slot(inst.shape)
-        self.steps.append((_handler_for(inst, self.batched), inst, tuple(operands), out))
+        handler = _handler_for(inst, self.batched)
+        if not self.batched and _allocates(inst):
+            handler = _with_memory_check(inst, handler)
+        self.steps.append((handler, inst, tuple(operands), out))
         if self._is_static(inst, operands):
             self.static.add(out)
         if inst.opcode == Op.TUPLE:
             self.tuple_parts[out] = tuple(operands)
-        elif inst.opcode == Op.RESHAPE:
+        elif inst.opcode == Op.RESHAPE and not dynamic:
             self.reshape_source[out] = operands[0]
         return out
 
@@ -123,7 +129,7 @@ class _PlanBuilder:
         if op == Op.GET_TUPLE_ELEMENT:
             parts = self.tuple_parts.get(operands[0])
             return parts[inst.attrs["index"]] if parts is not None else None
-        if not operands or not has_trait(op, Trait.SAME_VALUE_IF_SAME_SHAPE):
+        if not operands or not has_trait(op, Trait.SAME_VALUE_IF_SAME_SHAPE) or involves_dynamic(inst):
             return None
         source, result = inst.operands[0].shape, inst.shape
         if source is None or result is None or source.is_tuple or result.is_tuple:
@@ -182,7 +188,7 @@ def _compact_broadcasts(steps: list[tuple], root: int) -> list[tuple]:
     for step in steps:
         for slot in step[2]:
             users[slot].append(step)
-    candidates = {step[3] for step in steps if step[1].opcode == Op.BROADCAST} - {root}
+    candidates = {step[3] for step in steps if step[1].opcode == Op.BROADCAST and not involves_dynamic(step[1])} - {root}
 
     def feeds_only_elementwise(slot: int) -> bool:
         return bool(users[slot]) and all(
@@ -230,7 +236,35 @@ def _handler_for(inst: Instruction, batched: bool) -> Callable:
         if inst.opcode == Op.BITCAST and inst.shape.element_type is not inst.operands[0].shape.element_type:
             return HANDLERS[Op.BITCAST_CONVERT]  # a scalar bitcast between types of one width
         return identity
-    return HANDLERS.get(inst.opcode, unsupported)
+    handler = HANDLERS.get(inst.opcode, unsupported)
+    if not batched and involves_dynamic(inst):  # runtime sizes below the bounds (dynamic.py)
+        return dynamic_handler(inst, handler) or handler
+    return handler
+
+
+# --------------------------------------------------------------------------- memory
+
+# Results smaller than this are made without asking: the check would cost more than they do.
+CHECKED_BYTES = 1 << 16
+_NO_ALLOCATION = (ops_with(Trait.NO_CODE) | ops_with(Trait.PASS_THROUGH) | ops_with(Trait.RUNS_COMPUTATIONS_AS_CODE)
+                  | ops_with(Trait.ASYNC_WRAPPER))
+
+
+def _allocates(inst: Instruction) -> bool:
+    """True if the step makes a result big enough to check against the memory limit first."""
+    return (inst.opcode not in _NO_ALLOCATION and inst.shape is not None
+            and inst.shape.byte_size() > CHECKED_BYTES)
+
+
+def _with_memory_check(inst: Instruction, handler: Callable) -> Callable:
+    """The handler, after checking that the result fits in memory (resources.py); it has no
+    writer, so plans call it rather than a numpy expression."""
+    nbytes = inst.shape.byte_size()
+
+    def run(ev, inst, ops):
+        check_allocation(nbytes, f"the result {inst.shape.without_layout()} of '{inst.opcode}'", inst.loc)
+        return handler(ev, inst, ops)
+    return run
 
 
 # --------------------------------------------------------------------------- vectorised computations

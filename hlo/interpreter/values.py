@@ -55,8 +55,12 @@ def value_matches(value: Value, shape: Shape) -> bool:
                 and all(value_matches(v, s) for v, s in zip(value, shape.tuple_shapes)))
     if shape.is_token:
         return isinstance(value, Token)
-    return (isinstance(value, np.ndarray) and value.dtype == shape.element_type.dtype
-            and tuple(value.shape) == tuple(shape.dims))
+    if not (isinstance(value, np.ndarray) and value.dtype == shape.element_type.dtype):
+        return False
+    if tuple(value.shape) == tuple(shape.dims):
+        return True
+    return value.ndim == shape.rank and shape.is_dynamic and all(  # a dynamic dimension: up to its bound
+        n == bound or (dynamic and n <= bound) for n, bound, dynamic in zip(value.shape, shape.dims, shape.dynamic))
 
 
 def check_arguments(comp: Computation, arguments: Sequence[Value], context: str = "") -> None:

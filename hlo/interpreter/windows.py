@@ -24,12 +24,14 @@ import numpy as np
 
 from ..attributes import Window, WindowDim
 from ..opcodes import Op
+from ..runtime.resources import check_allocation
 from ..shape_inference import window_output_dims
 from ..shapes import type_of_dtype
 from .combiner import Combiner, binary_ufunc
 from .elementwise import FAST_FLOAT_BINARY
 from .handlers import HANDLERS, Source, written_as
 from .numerics import BOOL, IEEE_FLOATS, NATIVE_INTS, REAL_FLOATS
+from .reduction_order import is_reshape, reduce_in_order, reduced_first, window_as_reduce_dims
 from .values import as_array, as_tuple_if, broadcast_view
 
 
@@ -103,6 +105,7 @@ def pad(operand: np.ndarray, padding_value, config: Sequence[tuple[int, int, int
     """HLO pad: per dim (low, high, interior); negative low/high crop."""
     operand = np.asarray(operand)
     out_dims = _pad_output_dims(operand.shape, config)
+    check_allocation(math.prod(out_dims) * operand.dtype.itemsize, f"padding to {list(out_dims)}")
     result = np.full(out_dims, padding_value, dtype=operand.dtype)
     src, dst = [], []
     for n, (lo, _, interior), size in zip(operand.shape, config, out_dims):
@@ -122,8 +125,14 @@ def _apply(combiner: Combiner, args: Sequence[np.ndarray], dtypes: Sequence[np.d
     results = combiner(*args)
     if len(results) != len(dtypes):
         raise ValueError(f"{combiner.name} returned {len(results)} values, expected {len(dtypes)}")
-    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
-    return [np.broadcast_to(np.asarray(r, dtype=dt), shape) for r, dt in zip(results, dtypes)]
+    shape = args[0].shape if all(type(a) is np.ndarray and a.shape == args[0].shape for a in args) \
+        else np.broadcast_shapes(*(np.shape(a) for a in args))
+    out = []
+    for r, dt in zip(results, dtypes):
+        if type(r) is not np.ndarray or r.dtype != dt or r.shape != shape:  # (the common case costs nothing)
+            r = np.broadcast_to(np.asarray(r, dtype=dt), shape)
+        out.append(r)
+    return out
 
 
 def _is_subbyte_int(dtype: np.dtype) -> bool:
@@ -176,37 +185,10 @@ def _check_variadic(operands, inits, what: str) -> None:
 # --------------------------------------------------------------------------- reduce
 
 
-def _reduced_first(x: np.ndarray, dims: Sequence[int]) -> np.ndarray:
-    """x with the reduced dims moved to the front and flattened into one (row-major)."""
-    kept_shape = tuple(n for d, n in enumerate(x.shape) if d not in dims)
-    moved = np.moveaxis(x, dims, tuple(range(len(dims))))
-    return moved.reshape((math.prod(x.shape[d] for d in dims),) + kept_shape)
-
-
-def _tree_fold(combiner: Combiner, values: list[np.ndarray], dtypes) -> list[np.ndarray]:
-    """Fold axis 0 by combining neighbours level by level, keeping left-to-right order."""
-    count = values[0].shape[0]
-    while count > 1:
-        pairs = count // 2
-        left = [v[0:2 * pairs:2] for v in values]
-        right = [v[1:2 * pairs:2] for v in values]
-        folded = _apply(combiner, left + right, dtypes)
-        if count % 2:
-            folded = [np.concatenate([f, v[-1:]]) for f, v in zip(folded, values)]
-        values, count = folded, pairs + count % 2
-    return [v[0] for v in values]
-
-
-def _sequential_fold(combiner: Combiner, accs: list[np.ndarray], values: list[np.ndarray],
-                     dtypes) -> list[np.ndarray]:
-    for j in range(values[0].shape[0]):
-        accs = _apply(combiner, accs + [v[j] for v in values], dtypes)
-    return accs
-
-
 def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
            dimensions: Sequence[int], combiner: Combiner) -> list[np.ndarray]:
-    """HLO (variadic) reduce of `operands` over `dimensions`; one result per operand."""
+    """HLO (variadic) reduce of `operands` over `dimensions`, one result per operand, in XLA:CPU's
+    order (reduction_order.py): a reducer that is not associative gives XLA:CPU's result."""
     operands = [np.asarray(x) for x in operands]
     inits = [np.asarray(v) for v in inits]
     _check_variadic(operands, inits, "reduce")
@@ -216,22 +198,30 @@ def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
         raise ValueError(f"reduce: dimensions {tuple(dimensions)} must be distinct "
                          f"and in [0, {rank})")
     dtypes = [v.dtype for v in inits]
-    values = [_reduced_first(x, dims) for x in operands]
-    kept_shape = values[0].shape[1:]
-    starts = [np.full(kept_shape, v, dtype=v.dtype) for v in inits]
-    if values[0].shape[0] == 0 or math.prod(kept_shape) == 0:
-        return starts
+    kept_shape = tuple(n for d, n in enumerate(operands[0].shape) if d not in dims)
+    if operands[0].size == 0:
+        return [np.full(kept_shape, v, dtype=v.dtype) for v in inits]
+    if is_reshape(operands[0].shape, dims):  # XLA:CPU keeps the elements (init is taken as the identity)
+        return [x.reshape(kept_shape).astype(dt, copy=False) for x, dt in zip(operands, dtypes)]
     ufunc = _ufunc_fast_path(combiner, operands, inits)
     if ufunc is not None:
         acc_dtype = _accumulation_dtype(ufunc, dtypes[0])
-        total = ufunc.reduce(values[0].astype(acc_dtype, copy=False), axis=0, dtype=acc_dtype)
-        return [np.asarray(ufunc(starts[0].astype(acc_dtype), total)).astype(dtypes[0])]
-    if any(x.dtype != dt for x, dt in zip(operands, dtypes)):
-        # Partial results could not be fed back as inputs of another type: fold in order.
-        return [np.array(a) for a in _sequential_fold(combiner, starts, values, dtypes)]
-    totals = _tree_fold(combiner, values, dtypes)
-    # The init joins once per output element, as in XLA's evaluator.
-    return [np.array(a) for a in _apply(combiner, starts + totals, dtypes)]
+        total = ufunc.reduce(reduced_first(operands[0], dims).astype(acc_dtype, copy=False), axis=0,
+                             dtype=acc_dtype)
+        start = np.full(kept_shape, inits[0], dtype=acc_dtype)
+        return [np.asarray(ufunc(start, total)).astype(dtypes[0])]
+    results = reduce_in_order(lambda args: _apply(combiner, args, dtypes), operands, inits, dims)
+    return [np.array(a) for a in results]
+
+
+def reduce_with(combiner: Combiner, operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
+                dims: tuple[int, ...]) -> list[np.ndarray]:
+    """A reduce by a called computation: one numpy reduction where that is exact, else `reduce`."""
+    if len(operands) == 1 and combiner.ufunc is not None and not is_reshape(operands[0].shape, dims):
+        total = _ufunc_reduce(operands[0], inits[0], dims, combiner.ufunc)
+        if total is not None:
+            return [total]
+    return reduce(operands, inits, dims, combiner)
 
 
 # --------------------------------------------------------------------------- reduce-window
@@ -239,16 +229,22 @@ def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
 
 def reduce_window(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray], window: Window,
                   combiner: Combiner) -> list[np.ndarray]:
-    """HLO (variadic) reduce-window; padding and base-dilation holes are skipped."""
+    """HLO (variadic) reduce-window; padding and base-dilation holes are skipped. As in XLA:CPU,
+    a scalar reduce-window is its operand, and one that reduces whole dimensions a reduce."""
     operands = [np.asarray(x) for x in operands]
     inits = [np.asarray(v) for v in inits]
     _check_variadic(operands, inits, "reduce-window")
     shape = operands[0].shape
+    if not shape:
+        return [x.astype(v.dtype, copy=False) for x, v in zip(operands, inits)]
     out_dims = window_output_dims(shape, window)
     dtypes = [v.dtype for v in inits]
     accs = [np.full(out_dims, v, dtype=v.dtype) for v in inits]
     if math.prod(out_dims) == 0:
         return accs
+    whole = window_as_reduce_dims(window, shape)
+    if whole is not None:
+        return [r.reshape(out_dims) for r in reduce_with(combiner, operands, inits, whole)]
     config = window_padding_config(window)
     padded = [pad(x, np.zeros((), x.dtype), config) for x in operands]
     valid = _real_cells_mask(shape, window)
@@ -396,6 +392,8 @@ def _write_reduce(src: Source) -> Optional[str]:
                                              init_shape.rank, ufunc):
         return None
     dims = tuple(int(d) for d in inst.attrs["dimensions"])
+    if is_reshape(x_shape.dims, dims):
+        return None
     return f"{src.bind(_exact_ufunc_reduce)}({src.args[0]}, {src.args[1]}, {dims!r}, {src.bind(ufunc)})"
 
 
@@ -410,12 +408,7 @@ def _window_of(inst, rank: int) -> Window:
 @written_as(_write_reduce)
 def run_reduce(ev, inst, ops):
     n = len(ops) // 2
-    combiner = ev.combiner(inst.attrs["to_apply"])
-    if n == 1 and combiner.ufunc is not None:
-        total = _ufunc_reduce(ops[0], ops[1], tuple(inst.attrs["dimensions"]), combiner.ufunc)
-        if total is not None:
-            return total
-    results = reduce(ops[:n], ops[n:], inst.attrs["dimensions"], combiner)
+    results = reduce_with(ev.combiner(inst.attrs["to_apply"]), ops[:n], ops[n:], tuple(inst.attrs["dimensions"]))
     return as_tuple_if(inst.shape, results)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import Op
+from ..opcodes import Op, Trait
 from ..shape_inference import ShapeTokens
 from .base import Pass, register
 
@@ -29,6 +29,8 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes
     for inst in list(comp.instructions):
         # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
         if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
+            continue
+        if inst.info.has(Trait.ASYNC_WRAPPER):  # its done names the computation its start runs: keep both
             continue
         key = _key(inst, fingerprints, shapes)
         if key is None:

@@ -29,8 +29,9 @@ from ..text.parser import collections_paused
 # Every pass module, imported for the passes it registers (a new pass module is added here).
 from . import (batchnorm_expander, call_inliner, conditional_simplifier, constant_folding, cse,  # noqa: F401
                dce, dot_decomposer, flatten_call_graph, fusion, layout_assignment, multi_output_fusion,
-               optimization_barrier_expander, reshape_mover, rng_bit_generator_expander, sharding_propagation,
-               sort_simplifier, spmd_partitioner, transpose_folding, tuple_simplifier,
+               operand_upcaster, optimization_barrier_expander, reshape_mover, result_caster,
+               rng_bit_generator_expander, sharding_propagation, sharding_remover, sort_simplifier,
+               spmd_partitioner, transpose_folding, tree_reduction_rewriter, tuple_simplifier,
                while_loop_invariant_code_motion, while_loop_simplifier, zero_sized_hlo_elimination)
 from .algsimp import simplifier  # noqa: F401
 from .base import REGISTRY, Pass

@@ -1,7 +1,8 @@
 """Named pipelines: pipeline texts hlo-opt runs with --pipeline=NAME.
 
-`default` chains the passes the way an optimising CPU compiler does: inline calls,
-simplify to a fixed point, expand ops the backend does not implement directly
+`default` chains the passes the way an optimising CPU compiler does: inline calls, drop the
+annotations that mean nothing on one device, give mixed-type products one element type,
+simplify to a fixed point, window long reductions as XLA:CPU does, expand ops the backend does not implement directly
 (batch norm, rng-bit-generator), canonicalise dots, transposes and reshapes, hoist
 loop invariants, simplify again what the expansions exposed, give every called
 computation a single caller, then fuse and clean up.
@@ -27,8 +28,12 @@ SIMPLIFY = ("algsimp", "constant-folding", "cse", "dce", "tuple-simplifier", "co
 PIPELINE_SPECS: dict[str, Spec] = {
     "default": [
         "call-inliner",
+        "sharding-remover",
+        "result-caster",
+        "operand-upcaster",
         "optimization-barrier-expander",
         SIMPLIFY,
+        "tree-reduction-rewriter",
         "batchnorm-expander",
         "rng-bit-generator-expander",
         "dot-decomposer",

@@ -272,8 +272,8 @@ def _collective_permute_start(op: OpView) -> Shape:
     source, target = _permuted(op)
     context = [scalar_shape(U32), scalar_shape(U32)]
     written = op.written
-    if written is not None and written.is_tuple and len(written.tuple_shapes) > 2:
-        context = list(written.tuple_shapes[2:])
+    if written is not None and written.is_tuple and len(written.tuple_shapes) >= 2:
+        context = list(written.tuple_shapes[2:])  # (XLA writes none, or two u32 scalars)
     return Shape.tuple_of([source, target] + context)
 
 

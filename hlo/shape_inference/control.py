@@ -151,10 +151,12 @@ def _branches(op: OpView) -> tuple[list, list[str], list[str]]:
         branches = list(op.attr("branch_computations"))
         names = [f"branch_computations[{j}]" for j in range(len(branches))]
         attrs = ["branch_computations"] * len(branches)
-        two_way = compatible(selector, scalar_shape(PRED)) and len(branches) == 2
-        if not (compatible(selector, scalar_shape(S32)) or two_way):
-            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[] (or pred[] "
-                          f"with two branches), but operand 0 is {fmt(selector)}", operand=0)
+        if compatible(selector, scalar_shape(PRED)):  # (XLA's parser refuses this form too)
+            raise op.fail("a 'conditional' on a pred[] takes true_computation= and false_computation=, not "
+                          "branch_computations=", attribute="branch_computations")
+        if not compatible(selector, scalar_shape(S32)):
+            raise op.fail(f"the branch index of 'conditional' with branch_computations= must be s32[], but operand 0 "
+                          f"is {fmt(selector)}", operand=0)
         if not branches:
             raise op.fail("'conditional' needs at least one branch computation", attribute="branch_computations")
     else:
@@ -263,6 +265,10 @@ def _check_async_shape(op: OpView, shape: Shape, comp, params: list[Shape], resu
 @SHAPE_RULES.register(Op.ASYNC_START)
 def _async_start(op: OpView) -> Shape:
     comp, params, result = _async_computation(op)
+    others = [i for i in getattr(comp, "instructions", ()) if i.opcode != Op.PARAMETER and i is not comp.root]
+    if others:  # (XLA's verifier: an asynchronous computation wraps one instruction)
+        raise op.fail(f"the computation %{comp.name} that 'async-start' runs must hold only its parameters and its "
+                      f"root, but it also has %{others[0].name}", attribute="calls", related=comp)
     need_params(op, comp, params, op.n, "calls", f"'async-start' passes {counted(op.n, 'operand')}")
     check_operands_match_parameters(op, comp, params, "the async")
     if op.written is None:

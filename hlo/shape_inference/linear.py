@@ -5,24 +5,18 @@ from ..attributes import format_int_list
 from ..opcodes import Op, TypeClass
 from ..shapes import PrimitiveType, Shape
 from .core import SHAPE_RULES, OpView, array_shape, counted, dims_in_range, fmt
+from .element_types import higher_precision_type
 from .windows import window_attr, window_dims
 
 
 def _product_type(op: OpView, lhs: Shape, rhs: Shape) -> PrimitiveType:
-    """Result element type of dot/convolution: the written (preferred) type, else the operands'."""
-    a, b = lhs.element_type, rhs.element_type
-    if a is not b and not (a.is_float and b.is_float):
-        raise op.fail(f"operands of '{op.opcode}' must have the same element type: operand 0 is {fmt(lhs)} but "
-                      f"operand 1 is {fmt(rhs)}", operand=1)
-    base = a if a.bits >= b.bits else b
+    """Result element type of dot/convolution: the written (preferred) type, which may be any
+    array type, else the more precise of the operands' types (element_types.py)."""
     preferred = op.written_type()
-    if preferred is None or preferred is base:
-        return base
+    if preferred is None:
+        return higher_precision_type(lhs.element_type, rhs.element_type)
     if not preferred.is_array_type:
         raise op.fail(f"the result of '{op.opcode}' must be an array, but it is written as {fmt(op.written)}")
-    if not base.is_float and preferred.bits < base.bits:
-        raise op.fail(f"the result type {preferred} of '{op.opcode}' must not be narrower than the operand type "
-                      f"{base}")
     return preferred
 
 
@@ -90,8 +84,8 @@ def _scaled_dot(op: OpView) -> Shape:
             raise op.fail(f"scale operand {i} {fmt(scale)} must have the rank of its data operand {fmt(data)} and "
                           f"dimensions that divide the data's", operand=i)
     dims, dynamic = _dot_dims(op, lhs, rhs)
-    base = lhs.element_type if lhs.element_type.bits >= rhs.element_type.bits else rhs.element_type
-    return array_shape(op.written_type() or base, dims, dynamic)
+    return array_shape(op.written_type() or higher_precision_type(lhs.element_type, rhs.element_type), dims,
+                       dynamic)
 
 
 @SHAPE_RULES.register(Op.RAGGED_DOT)

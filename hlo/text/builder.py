@@ -418,10 +418,14 @@ class Builder:
         """`X-start(ops), X-attrs` -> async-start calling a one-instruction computation of X."""
         wrapped_op, suffix = sugar
         if suffix != "-start":
-            inst.opcode = Op.ASYNC_UPDATE if suffix == "-update" else Op.ASYNC_DONE
+            written, inst.opcode = inst.opcode, Op.ASYNC_UPDATE if suffix == "-update" else Op.ASYNC_DONE
             start = inst.operands[0] if inst.operands else None
             if start is not None and "calls" in start.attrs:
                 inst.attrs["calls"] = start.attrs["calls"]
+                runs = getattr(getattr(start.attrs["calls"], "root", None), "opcode", wrapped_op)
+                if runs != wrapped_op:  # (XLA's parser refuses it too)
+                    self.err(f"'{written}' must follow an asynchronous '{wrapped_op}', but its operand "
+                             f"%{start.name} runs '{runs}'", inst.loc.offset)
             return
         inst.opcode = Op.ASYNC_START
         wrapped_attrs = {k: inst.attrs.pop(k) for k in list(inst.attrs) if k in OPCODES[wrapped_op].attr_map}

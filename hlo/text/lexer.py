@@ -136,8 +136,9 @@ def tokenize(text: str, raw_dict_values: bool, source: SourceFile, runs: Optiona
     prims = PRIMITIVE_TYPES
     new = make_token
     end = len(text)
-    m = _SKIP.match(text, 0)
-    pos = m.end() if m else 0
+    first = 1 if text.startswith("\ufeff") else 0  # a byte-order mark leads some files written on Windows
+    m = _SKIP.match(text, first)
+    pos = m.end() if m else first
     prev_type = None
     prev_end = -1
     prev_value = ""

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
     ("base", ["hlo.shapes", "hlo.opcodes", "hlo.diagnostics", "hlo.cache", "hlo.registry", "hlo.progress"]),
     ("text utilities", ["hlo.textutil"]),
-    ("typed values", ["hlo.values", "hlo.literal", "hlo.attributes", "hlo.generic_attributes", "hlo.sharding"]),
+    ("typed values", ["hlo.values", "hlo.literal", "hlo.mesh_groups", "hlo.attributes", "hlo.generic_attributes",
+                      "hlo.sharding"]),
     ("IR", ["hlo.ir"]),
     ("shape rules", ["hlo.shape_inference"]),
     ("text", ["hlo.text"]),

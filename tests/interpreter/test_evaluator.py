@@ -658,13 +658,20 @@ def test_dynamic_reshape_and_set_dimension_size_with_static_sizes():
     np.testing.assert_array_equal(run1(text, np.arange(6, dtype=F32)), [[0, 1, 2], [3, 4, 5]])
 
 
-def test_dynamic_sizes_below_the_bound_are_reported():
+def test_dynamic_sizes_below_the_bound_are_runtime_sizes():
     text = module("""  x = f32[6] parameter(0)
   n = s32[] constant(4)
   ROOT s = f32[<=6] set-dimension-size(x, n), dimensions={0}""")
+    np.testing.assert_array_equal(run1(text, np.arange(6, dtype=F32)), [0, 1, 2, 3])
+
+
+def test_dynamic_sizes_beyond_the_bound_are_reported():
+    text = module("""  x = f32[6] parameter(0)
+  n = s32[] constant(7)
+  ROOT s = f32[<=6] set-dimension-size(x, n), dimensions={0}""")
     with pytest.raises(HloError) as info:
         run(text, np.zeros(6, F32))
-    assert "dynamic dimension sizes are not supported" in info.value.message
+    assert "outside [0, 6]" in info.value.message
 
 
 def test_reduce_window_and_select_and_scatter():

@@ -320,7 +320,7 @@ ENTRY main {
     x = np.zeros(4, np.float32)
     np.testing.assert_array_equal(ev.run([x, np.array(4, np.int32)]), x)
     with pytest.raises(HloError) as info:
-        ev.run([x, np.array(3, np.int32)])
+        ev.run([x, np.array(5, np.int32)])  # beyond the size of the dimension
     message = str(info.value)
     assert "set-dimension-size failed" in message and "m.hlo:8:" in message, message
 

@@ -469,8 +469,8 @@ def test_literal_wrong_nesting():
 def test_literal_wrong_element_kind():
     err = errors(entry("  ROOT %c = s32[2] constant({1, 2.5})"))
     assert located(err) == [(4, 33, "bad literal for s32[2]{0}: expected an integer for s32, got 2.5")]
-    err = errors(entry("  ROOT %c = pred[2] constant({1, 2})"))
-    assert located(err) == [(4, 34, "bad literal for pred[2]{0}: expected true/false or 0/1 for pred, got 2")]
+    err = errors(entry("  ROOT %c = pred[2] constant({1, 2.5})"))
+    assert located(err) == [(4, 34, "bad literal for pred[2]{0}: expected true/false or an integer for pred, got 2.5")]
 
 
 def test_literal_special_values_the_type_lacks():

@@ -86,6 +86,7 @@ RULE_ORDER = {
     Op.MAP: ["map_trivial"],
     Op.DOT: ["dot_zero_elements", "dot_without_contraction", "dot_as_reduce", "dot_drop_degenerate_dims"],
     Op.REDUCE: ["reduce_empty", "reduce_keeps_element_count", "reduce_of_broadcast", "reduce_of_transpose"],
+    Op.REDUCE_WINDOW: ["reduce_window_of_scalars", "reduce_window_of_whole_dimensions"],
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ...opcodes import Op, Trait, has_trait
-from .facts import broadcast_dims, init_is_identity, is_zero_elements, scalar_binary_reducer, user_count
+from .facts import broadcast_dims, is_zero_elements, scalar_binary_reducer, user_count
 from .rules import RULES
 
 
@@ -29,26 +29,18 @@ def reduce_empty(ctx, inst):
 
 @RULES.register(Op.REDUCE)
 def reduce_keeps_element_count(ctx, inst):
-    """A reduce over no dimensions or only size-1 dimensions: -> reshape(X) when init is an
-    identity of the reducer (add/0, multiply/1, maximum/lowest, minimum/highest, and/all-ones,
-    or/0, xor/0); otherwise, when the reducer is one binary op of its parameters,
-    -> op(broadcast(init), reshape(X)) with the reducer's operand order. (XLA drops the reducer
-    unconditionally, relying on init being an identity.)"""
-    if len(inst.operands) != 2:
+    """A reduce over no dimensions or only size-1 dimensions -> reshape(X) (a tuple of them when
+    variadic): as XLA, which takes init as the reducer's identity (the interpreter computes
+    such a reduce the same way, hlo/interpreter/reduction_order.py)."""
+    n = len(inst.operands) // 2
+    inputs = inst.operands[:n]
+    result_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
+    if inputs[0].shape.element_count() != result_shapes[0].element_count() or is_zero_elements(inputs[0]):
         return None
-    x, init = inst.operands
-    if inst.shape.element_count() != x.shape.element_count():
-        return None
-    reducer = scalar_binary_reducer(inst.attrs["to_apply"])
-    if init_is_identity(reducer, init):
-        return ctx.replace_shape(x, inst.shape)
-    if reducer is None:
-        return None
-    opcode, swapped = reducer
-    values = ctx.reshape(x, inst.shape.dims)
-    acc = ctx.broadcast_to(init, ctx.array_shape(init.shape.element_type, inst.shape.dims))
-    operands = [values, acc] if swapped else [acc, values]
-    return ctx.add(opcode, inst.shape, operands, final=True)
+    if not inst.shape.is_tuple:
+        return ctx.replace_shape(inputs[0], inst.shape)
+    parts = [ctx.replace_shape(x, s) for x, s in zip(inputs, result_shapes)]
+    return ctx.add(Op.TUPLE, inst.shape, parts, final=True)
 
 
 @RULES.register(Op.REDUCE)

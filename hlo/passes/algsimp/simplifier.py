@@ -27,7 +27,7 @@ from .rules import RULES
 # The rule modules register their rules on import. Where an opcode has rules in several
 # modules, the order of this import is the order they are tried in (reshapes.py's
 # operand_of_same_shape comes before the rules of conversions.py and slices.py).
-from . import arithmetic, select_compare, reshapes, conversions, slices, dot, reductions  # noqa: F401
+from . import arithmetic, select_compare, reshapes, conversions, slices, dot, reductions, reduce_windows  # noqa: F401
 
 MAX_SWEEPS = 50  # per computation; XLA's rerun limit is of the same order
 
