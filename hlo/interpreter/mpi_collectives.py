@@ -1,0 +1,201 @@
+"""Collectives between processes: the interpreter's devices spread over MPI ranks.
+
+`MpiCollectiveContext` is a `CollectiveContext` whose devices live in several
+processes: device d runs on rank `rank_of(d)` (contiguous blocks, as many devices per
+rank as the count divides into), as a thread of that rank. The semantics stay those of
+collectives.py: the devices of a group that share a rank meet at the threaded
+rendezvous, then the last of them takes the meeting across ranks for all of them
+(`_finish`), on a communicator of exactly the group's ranks:
+
+* every rank first shares a digest of the call (instruction, group, operand types and
+  shapes), so ranks that disagree fail with a message naming the rank, not garbage;
+* an all-reduce of one array whose `to_apply` is add, multiply, min, max, and, or or
+  xor on integers or pred runs MPI's built-in reduction: the result does not depend
+  on the order, so it is bit for bit the threaded one;
+* any other all-reduce of one array is reduced in pieces: rank r receives piece r
+  of every member (MPI all-to-all), folds the pieces in group order with the same
+  combiner as the threads, and every rank gathers the folded pieces: the threaded
+  run's order for every element, at the bandwidth of MPI's own reduce-scatter +
+  all-gather algorithm;
+* everything else gathers every member's operands on every rank of the group and runs
+  the very `combine` the threads run.
+
+Every wait has the collective timeout (hlo.runtime.mpi.MpiWorld.wait).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Optional
+
+import numpy as np
+
+from ..runtime.mpi import MpiWorld
+from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _fold, _shared_result
+
+# All-reduces smaller than this (bytes, over every member) gather everything instead of
+# reducing in pieces: one exchange instead of two.
+PIECEWISE_MIN_BYTES = 64 * 1024
+
+# Reductions whose result does not depend on the order, per numpy ufunc name: MPI's
+# built-in operation for integers, and for pred (0/1 bytes).
+_INTEGER_OPS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN",
+                "bitwise_and": "BAND", "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
+_PRED_OPS = {"add": "BOR", "multiply": "BAND", "maximum": "BOR", "minimum": "BAND",
+             "bitwise_and": "BAND", "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
+
+
+def devices_per_rank(devices: int, ranks: int) -> int:
+    """How many devices each rank runs; a ValueError unless they share out evenly."""
+    if devices % ranks:
+        raise ValueError(f"{devices} device(s) cannot be shared out evenly over {ranks} MPI ranks: "
+                         f"start a number of ranks that divides {devices}")
+    return devices // ranks
+
+
+class MpiCollectiveContext(CollectiveContext):
+    """The devices of one execution spread over the ranks of an MPI job."""
+
+    def __init__(self, num_replicas: int, num_partitions: int, world: MpiWorld,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS):
+        super().__init__(num_replicas, num_partitions, timeout)
+        self.world = world
+        self.per_rank = devices_per_rank(self.num_devices, world.size)
+
+    # -- placement
+
+    def rank_of(self, device: int) -> int:
+        return device // self.per_rank
+
+    @property
+    def local_devices(self) -> list[int]:
+        first = self.world.rank * self.per_rank
+        return list(range(first, first + self.per_rank))
+
+    def local_members(self, members: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(m for m in members if self.rank_of(m) == self.world.rank)
+
+    def describe(self, flat_id: int) -> str:
+        return f"{super().describe(flat_id)} (rank {self.rank_of(flat_id)})"
+
+    # -- across ranks
+
+    def _finish(self, meeting: Meeting, local: tuple[int, ...], contributions: list) -> list:
+        ranks = tuple(sorted({self.rank_of(m) for m in meeting.members}))
+        if ranks == (self.world.rank,):
+            return super()._finish(meeting, local, contributions)
+        self._check_agreement(meeting.label, local, contributions)
+        comm = self.world.comm_for(meeting.members, ranks, meeting.label)
+        self._check_across(comm, ranks, meeting, contributions[0])
+        arrays = [c.arrays for c in contributions]
+        op = _builtin_op(meeting, arrays[0], self.world.MPI)
+        if op is not None:
+            return self._all_reduce_builtin(comm, ranks, meeting, arrays, op)
+        if meeting.fold is not None and arrays[0][0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES:
+            return self._all_reduce_in_pieces(comm, ranks, meeting, local, arrays)
+        return self._gather_and_combine(comm, ranks, meeting, local, arrays)
+
+    def _check_across(self, comm, ranks, meeting: Meeting, contribution) -> None:
+        """Every rank must be at the same call with operands of the same types and shapes."""
+        description = (repr(meeting.key), contribution.signature,
+                       tuple((a.dtype.str, a.shape) for a in contribution.arrays))
+        digest = hashlib.sha1(repr(description).encode()).digest()
+        digests = self.world.allgather_bytes(comm, digest, meeting.label, ranks)
+        if all(d == digest for d in digests):
+            return
+        every = self.world.allgather_bytes(comm, repr(description).encode(), meeting.label, ranks)
+        first = every[0].decode()
+        for rank, theirs in zip(ranks[1:], every[1:]):
+            if theirs.decode() != first:
+                raise ValueError(f"{meeting.label}: rank {rank} is at another call or has other operands: "
+                                 f"{theirs.decode()} on rank {rank}, {first} on rank {ranks[0]}")
+
+    def _all_reduce_builtin(self, comm, ranks, meeting: Meeting, arrays: list, op) -> list:
+        mpi_op, view = op
+        local = _fold(arrays, meeting.fold, "all-reduce")[0]     # any order gives the same bits
+        send = np.ascontiguousarray(local).view(view)
+        out = np.empty_like(send)
+        self.world.wait([comm.Iallreduce(send, out, op=mpi_op)], meeting.label, ranks)
+        result = out.view(local.dtype).reshape(local.shape)
+        return _shared_result([result], len(arrays))
+
+    def _all_reduce_in_pieces(self, comm, ranks, meeting: Meeting, local: tuple[int, ...], arrays: list) -> list:
+        """Reduce-scatter by hand (rank r folds piece r in group order), then all-gather."""
+        MPI, me = self.world.MPI, comm.Get_rank()
+        sample = arrays[0][0]
+        n, itemsize, count = sample.size, sample.dtype.itemsize, len(ranks)
+        bounds = [n * r // count for r in range(count + 1)]
+        flats = [np.ascontiguousarray(a[0]).reshape(-1).view(np.uint8) for a in arrays]
+        send = np.concatenate([f[bounds[r] * itemsize:bounds[r + 1] * itemsize]
+                               for r in range(count) for f in flats])
+        send_counts = [(bounds[r + 1] - bounds[r]) * itemsize * len(flats) for r in range(count)]
+        members_of = [tuple(m for m in meeting.members if self.rank_of(m) == rank) for rank in ranks]
+        piece = (bounds[me + 1] - bounds[me]) * itemsize
+        recv_counts = [piece * len(members_of[r]) for r in range(count)]
+        recv = np.empty(sum(recv_counts), np.uint8)
+        self.world.wait([comm.Ialltoallv([send, send_counts, _offsets(send_counts), MPI.BYTE],
+                                         [recv, recv_counts, _offsets(recv_counts), MPI.BYTE])],
+                        meeting.label, ranks)
+        where = {m: (r, i) for r, ms in enumerate(members_of) for i, m in enumerate(ms)}
+        recv_offsets = _offsets(recv_counts)
+        pieces = []
+        for m in meeting.members:        # group order: the threaded fold's order
+            r, i = where[m]
+            start = recv_offsets[r] + i * piece
+            pieces.append((recv[start:start + piece].view(sample.dtype),))
+        folded = np.ascontiguousarray(_fold(pieces, meeting.fold, "all-reduce")[0]).view(np.uint8)
+        gathered = np.empty(n * itemsize, np.uint8)
+        sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
+        self.world.wait([comm.Iallgatherv(folded, [gathered, sizes, _offsets(sizes), MPI.BYTE])],
+                        meeting.label, ranks)
+        result = gathered.view(sample.dtype).reshape(sample.shape)
+        return _shared_result([result], len(local))
+
+    def _gather_and_combine(self, comm, ranks, meeting: Meeting, local: tuple[int, ...], arrays: list) -> list:
+        """Every rank gets every member's operands and runs the threads' combine."""
+        MPI = self.world.MPI
+        templates = arrays[0]
+        member_bytes = sum(a.nbytes for a in templates)
+        send = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+                               for member in arrays for a in member] or [np.empty(0, np.uint8)])
+        members_of = [tuple(m for m in meeting.members if self.rank_of(m) == rank) for rank in ranks]
+        counts = [member_bytes * len(ms) for ms in members_of]
+        recv = np.empty(sum(counts), np.uint8)
+        self.world.wait([comm.Iallgatherv(send, [recv, counts, _offsets(counts), MPI.BYTE])], meeting.label, ranks)
+        position = {m: k for k, m in enumerate(m for ms in members_of for m in ms)}
+        per_member = [_unpack(recv, position[m] * member_bytes, templates) for m in meeting.members]
+        results = meeting.combine(per_member)
+        return [results[meeting.members.index(m)] for m in local]
+
+
+def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, np.dtype]]:
+    """(MPI operation, dtype to send as) when the all-reduce is one of MPI's built-in
+    reductions on a type where every order gives the same bits; else None."""
+    ufunc = getattr(meeting.fold, "ufunc", None)
+    if ufunc is None or len(operands) != 1:
+        return None
+    dtype = operands[0].dtype
+    if dtype.kind == "b":
+        return getattr(MPI, _PRED_OPS[ufunc.__name__]), np.dtype(np.uint8)
+    if dtype.kind not in "iu" or ufunc.__name__ not in _INTEGER_OPS:
+        return None
+    name = _INTEGER_OPS[ufunc.__name__]
+    if name in ("SUM", "PROD") and dtype.kind == "i":
+        dtype = np.dtype(f"u{dtype.itemsize}")    # wrap-around is defined for unsigned C types only
+    return getattr(MPI, name), dtype
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    out, total = [], 0
+    for c in counts:
+        out.append(total)
+        total += c
+    return out
+
+
+def _unpack(buffer: np.ndarray, start: int, templates: tuple) -> tuple:
+    """Arrays shaped and typed like `templates`, copied out of raw bytes from `start`."""
+    out = []
+    for t in templates:
+        out.append(buffer[start:start + t.nbytes].view(t.dtype).reshape(t.shape).copy())
+        start += t.nbytes
+    return tuple(out)
