@@ -521,11 +521,16 @@ def _shared_result(arrays: list[np.ndarray], n: int) -> list[list[np.ndarray]]:
 
 
 def _fold(per_member: list[tuple[np.ndarray, ...]], combiner, kind: str) -> list[np.ndarray]:
-    """acc = v[m0]; acc = f(acc, v[m1]); ... operand-wise, all operands at once (variadic)."""
+    """acc = v[m0]; acc = f(acc, v[m1]); ... in group order, for each operand (a binary f), or
+    for all operands at once (an f of 2 x operands parameters)."""
     acc = list(per_member[0])
     count = len(acc)
     for values in per_member[1:]:
-        out = combiner(*acc, *values)
+        if count > 1 and getattr(combiner, "num_params", 2 * count) == 2:
+            # a variadic all-reduce applies its binary to_apply to each operand separately
+            out = [combiner(a, v)[0] for a, v in zip(acc, values)]
+        else:
+            out = combiner(*acc, *values)
         if len(out) != count:
             raise ValueError(f"{kind}: the reduction computation returned {len(out)} values "
                              f"for {count} operands")
