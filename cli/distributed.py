@@ -182,12 +182,15 @@ def launch(ranks: int, argv: list[str]) -> int:
     """Start `mpiexec -n RANKS` on this same hlo-run command (without --launch); its exit status."""
     mpiexec = _find_mpiexec()
     command = [mpiexec, "-n", str(ranks)]
+    rank = [sys.executable, "-m", "hlo_cli.hlo_run", *_without_launch(argv), "--distributed"]
     if _is_hydra(mpiexec):
-        # MPICH's launcher kills every rank when one exits non-zero; the ranks stop by themselves,
-        # each saying why, so let them.
+        # MPICH's launcher kills every rank at once when one exits non-zero or dies by a signal,
+        # before the others can say what happened. The ranks stop by themselves, each saying why:
+        # turn that off, and start each rank under a shell so that a rank killed by a signal
+        # is an exit status to the launcher, which then leaves the others to report it.
         command.append("-disable-auto-cleanup")
-    command += [sys.executable, "-m", "hlo_cli.hlo_run", *_without_launch(argv), "--distributed"]
-    return subprocess.call(command)
+        rank = ["sh", "-c", 'trap "" USR1; "$0" "$@"; exit $?', *rank]
+    return subprocess.call(command + rank)
 
 
 def _find_mpiexec() -> str:

@@ -99,7 +99,7 @@ class MpiCollectiveContext(CollectiveContext):
         description = (repr(meeting.key), contribution.signature,
                        tuple((a.dtype.str, a.shape) for a in contribution.arrays))
         digest = hashlib.sha1(repr(description).encode()).digest()
-        digests = self.world.allgather_bytes(comm, digest, meeting.label, ranks)
+        digests = self.world.allgather_fixed(comm, digest, meeting.label, ranks)
         if all(d == digest for d in digests):
             return
         every = self.world.allgather_bytes(comm, repr(description).encode(), meeting.label, ranks)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -33,7 +34,9 @@ DEFAULT_COLLECTIVE_TIMEOUT = 300.0
 _SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
 
 _TAG_ABORT, _TAG_QUERY, _TAG_REPLY = 1, 2, 3
-_STATUS_GRACE_SECONDS = 2.0     # how long a rank that timed out waits for the others' answers
+_STATUS_GRACE_SECONDS = 2.0
+_SPIN_SECONDS = 0.02       # waits shorter than this poll without sleeping
+_NAP_SECONDS = 0.0005     # how long a rank that timed out waits for the others' answers
 
 
 class MpiUnavailable(RuntimeError):
@@ -73,6 +76,7 @@ class MpiWorld:
 
     def __init__(self, timeout: float = DEFAULT_COLLECTIVE_TIMEOUT):
         MPI = self.MPI = load_mpi()
+        _survive_failure_notices()
         world = MPI.COMM_WORLD
         self.rank = world.Get_rank()
         self.size = world.Get_size()
@@ -107,16 +111,20 @@ class MpiWorld:
             self._waiting.pop(me, None)
 
     def _poll(self, done: Callable[[], bool], what: str, peers: Sequence[int]) -> None:
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
+        deadline = start + self.timeout
         spins = 0
         while not done():
             spins += 1
             if spins % 64 == 0:
                 self.service_control()
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     raise CollectiveTimeout(self._timeout_message(what, peers))
-            if spins > 4096:      # a long wait: stop burning the core another rank may need
-                time.sleep(min(1e-3, 1e-6 * (spins - 4096)))
+                if now - start > _SPIN_SECONDS:  # a long wait: stop burning a core another rank may need
+                    time.sleep(_NAP_SECONDS)
+            elif spins > 256:
+                os.sched_yield()    # ranks may outnumber cores: let a peer run
 
     def service_control(self) -> None:
         """Raise PeerFailed if another rank reported a failure; answer status queries."""
@@ -152,10 +160,7 @@ class MpiWorld:
         deadline = time.monotonic() + min(_STATUS_GRACE_SECONDS, self.timeout)
         status = MPI.Status()
         while len(answers) < len(peers) and time.monotonic() < deadline:
-            try:
-                self.service_control()
-            except PeerFailed:
-                break
+            self.service_control()      # another rank's failure report says more than this timeout
             while control.Iprobe(MPI.ANY_SOURCE, _TAG_REPLY, status):
                 answers[status.Get_source()] = control.recv(source=status.Get_source(), tag=_TAG_REPLY)
             time.sleep(1e-3)
@@ -207,6 +212,13 @@ class MpiWorld:
         self.wait([comm.Iallgatherv(send, [out, counts, displacements, MPI.BYTE])], what, peers)
         return [out[d:d + n].tobytes() for d, n in zip(displacements, counts)]
 
+    def allgather_fixed(self, comm, payload: bytes, what: str, peers: Sequence[int]) -> list[bytes]:
+        """allgather_bytes for payloads of the same length on every rank (one exchange)."""
+        out = np.empty(len(payload) * comm.Get_size(), np.uint8)
+        self.wait([comm.Iallgather(np.frombuffer(payload, np.uint8), out)], what, peers)
+        n = len(payload)
+        return [out[i * n:(i + 1) * n].tobytes() for i in range(comm.Get_size())]
+
     def allgather_object(self, obj: Any, what: str) -> list[Any]:
         blobs = self.allgather_bytes(self.data, pickle.dumps(obj, protocol=5), what, range(self.size))
         return [pickle.loads(b) for b in blobs]
@@ -234,6 +246,14 @@ class MpiWorld:
                     raise ValueError(f"rank {rank} differs from rank 0 in its {field}: "
                                      f"{theirs.get(field)} on rank {rank}, {reference.get(field)} on rank 0; "
                                      f"every rank must run the same module with the same options")
+
+
+def _survive_failure_notices() -> None:
+    """MPICH's launcher, told not to clean up, signals SIGUSR1 to the ranks left when one
+    fails; by default that would end them before they can say which rank and where. The
+    ranks find out by themselves (abort notices, timeouts): ignore the signal."""
+    if hasattr(signal, "SIGUSR1") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 
 def exit_now(code: int) -> None:
