@@ -153,8 +153,9 @@ def _distribute_inputs(world: MpiWorld, job: Job, context: MpiCollectiveContext)
 
 def _fingerprint(job: Job) -> dict[str, str]:
     digest = hashlib.sha256(job.module_text.encode()).hexdigest()[:16]
-    options = ", ".join(f"{k}={v}" for k, v in sorted(job.options.items()))
-    return {"module": f"{job.module_name} (sha256 {digest}...)", "options": options}
+    fingerprint = {"module": f"{job.module_name} (sha256 {digest}...)"}
+    fingerprint.update({f"option --{name}": str(value) for name, value in job.options.items()})
+    return fingerprint
 
 
 def _fail(world: MpiWorld, exc: BaseException) -> None:
