@@ -35,6 +35,7 @@ from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _f
 # All-reduces smaller than this (bytes, over every member) gather everything instead of
 # reducing in pieces: one exchange instead of two.
 PIECEWISE_MIN_BYTES = 64 * 1024
+_DIGEST_TAG = 77
 
 # Reductions whose result does not depend on the order, per numpy ufunc name: MPI's
 # built-in operation for integers, and for pred (0/1 bytes).
@@ -60,6 +61,7 @@ class MpiCollectiveContext(CollectiveContext):
         super().__init__(num_replicas, num_partitions, timeout)
         self.world = world
         self.per_rank = devices_per_rank(self.num_devices, world.size)
+        self._buffers: dict[tuple, np.ndarray] = {}
 
     # -- placement
 
@@ -85,24 +87,23 @@ class MpiCollectiveContext(CollectiveContext):
             return super()._finish(meeting, local, contributions)
         self._check_agreement(meeting.label, local, contributions)
         comm = self.world.comm_for(meeting.members, ranks, meeting.label)
-        self._check_across(comm, ranks, meeting, contributions[0])
         arrays = [c.arrays for c in contributions]
+        description = _describe(meeting, contributions[0])
         op = _builtin_op(meeting, arrays[0], self.world.MPI)
+        if op is None and meeting.fold is not None and arrays[0][0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES:
+            return self._all_reduce_in_pieces(comm, ranks, meeting, local, arrays, description)
+        self._check_across(comm, ranks, meeting, description)
         if op is not None:
             return self._all_reduce_builtin(comm, ranks, meeting, arrays, op)
-        if meeting.fold is not None and arrays[0][0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES:
-            return self._all_reduce_in_pieces(comm, ranks, meeting, local, arrays)
         return self._gather_and_combine(comm, ranks, meeting, local, arrays)
 
-    def _check_across(self, comm, ranks, meeting: Meeting, contribution) -> None:
+    def _check_across(self, comm, ranks, meeting: Meeting, description: str) -> None:
         """Every rank must be at the same call with operands of the same types and shapes."""
-        description = (repr(meeting.key), contribution.signature,
-                       tuple((a.dtype.str, a.shape) for a in contribution.arrays))
-        digest = hashlib.sha1(repr(description).encode()).digest()
+        digest = hashlib.sha1(description.encode()).digest()
         digests = self.world.allgather_fixed(comm, digest, meeting.label, ranks)
         if all(d == digest for d in digests):
             return
-        every = self.world.allgather_bytes(comm, repr(description).encode(), meeting.label, ranks)
+        every = self.world.allgather_bytes(comm, description.encode(), meeting.label, ranks)
         first = every[0].decode()
         for rank, theirs in zip(ranks[1:], every[1:]):
             if theirs.decode() != first:
@@ -118,37 +119,80 @@ class MpiCollectiveContext(CollectiveContext):
         result = out.view(local.dtype).reshape(local.shape)
         return _shared_result([result], len(arrays))
 
-    def _all_reduce_in_pieces(self, comm, ranks, meeting: Meeting, local: tuple[int, ...], arrays: list) -> list:
-        """Reduce-scatter by hand (rank r folds piece r in group order), then all-gather."""
+    def _all_reduce_in_pieces(self, comm, ranks, meeting: Meeting, local: tuple[int, ...], arrays: list,
+                              description: str) -> list:
+        """Reduce-scatter by hand (rank r folds piece r in group order), then all-gather.
+
+        A rank keeps its own members' piece where it is (no copy to itself), and the folded
+        piece goes straight into the result buffer that the all-gather fills in place. The
+        ranks' digests of the call travel beside the pieces (no round trip of their own)."""
         MPI, me = self.world.MPI, comm.Get_rank()
         sample = arrays[0][0]
         n, itemsize, count = sample.size, sample.dtype.itemsize, len(ranks)
         bounds = [n * r // count for r in range(count + 1)]
+        sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
+        offsets = _offsets(sizes)
         flats = [np.ascontiguousarray(a[0]).reshape(-1).view(np.uint8) for a in arrays]
-        send = np.concatenate([f[bounds[r] * itemsize:bounds[r + 1] * itemsize]
-                               for r in range(count) for f in flats])
-        send_counts = [(bounds[r + 1] - bounds[r]) * itemsize * len(flats) for r in range(count)]
         members_of = [tuple(m for m in meeting.members if self.rank_of(m) == rank) for rank in ranks]
-        piece = (bounds[me + 1] - bounds[me]) * itemsize
-        recv_counts = [piece * len(members_of[r]) for r in range(count)]
-        recv = np.empty(sum(recv_counts), np.uint8)
-        self.world.wait([comm.Ialltoallv([send, send_counts, _offsets(send_counts), MPI.BYTE],
-                                         [recv, recv_counts, _offsets(recv_counts), MPI.BYTE])],
-                        meeting.label, ranks)
-        where = {m: (r, i) for r, ms in enumerate(members_of) for i, m in enumerate(ms)}
+        # what goes out: piece r of every local member, to rank r (nothing to this rank)
+        send_counts = [0 if r == me else sizes[r] * len(flats) for r in range(count)]
+        if len(flats) == 1:
+            send, send_offsets = flats[0], [0 if r == me else offsets[r] for r in range(count)]
+        else:
+            send = np.concatenate([f[offsets[r]:offsets[r] + sizes[r]] for r in range(count) if r != me
+                                   for f in flats] or [np.empty(0, np.uint8)])
+            send_offsets = _offsets(send_counts)
+        piece = sizes[me]
+        recv_counts = [0 if r == me else piece * len(members_of[r]) for r in range(count)]
+        recv = self._scratch(meeting.members, sum(recv_counts))
         recv_offsets = _offsets(recv_counts)
+        exchange = comm.Ialltoallv([send, send_counts, send_offsets, MPI.BYTE],
+                                   [recv, recv_counts, recv_offsets, MPI.BYTE])
+        self._exchange_checked(comm, ranks, meeting, description, exchange)
+        where = {m: (r, i) for r, ms in enumerate(members_of) for i, m in enumerate(ms)}
         pieces = []
         for m in meeting.members:        # group order: the threaded fold's order
             r, i = where[m]
-            start = recv_offsets[r] + i * piece
-            pieces.append((recv[start:start + piece].view(sample.dtype),))
-        folded = np.ascontiguousarray(_fold(pieces, meeting.fold, "all-reduce")[0]).view(np.uint8)
-        gathered = np.empty(n * itemsize, np.uint8)
-        sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
-        self.world.wait([comm.Iallgatherv(folded, [gathered, sizes, _offsets(sizes), MPI.BYTE])],
-                        meeting.label, ranks)
-        result = gathered.view(sample.dtype).reshape(sample.shape)
-        return _shared_result([result], len(local))
+            if r == me:
+                chunk = flats[i][offsets[me]:offsets[me] + piece]
+            else:
+                chunk = recv[recv_offsets[r] + i * piece:recv_offsets[r] + (i + 1) * piece]
+            pieces.append((chunk.view(sample.dtype),))
+        result = np.empty(n * itemsize, np.uint8)
+        _fold_into(result[offsets[me]:offsets[me] + piece].view(sample.dtype), pieces, meeting.fold)
+        self.world.wait([comm.Iallgatherv(MPI.IN_PLACE, [result, sizes, offsets, MPI.BYTE])], meeting.label, ranks)
+        return _shared_result([result.view(sample.dtype).reshape(sample.shape)], len(local))
+
+    def _exchange_checked(self, comm, ranks, meeting: Meeting, description: str, exchange) -> None:
+        """Complete `exchange`, the ranks' digests of the call sent alongside; a rank whose digest
+        differs (another call, other operands) is named."""
+        MPI, me = self.world.MPI, comm.Get_rank()
+        digest = np.frombuffer(hashlib.sha1(description.encode()).digest(), np.uint8)
+        theirs = np.zeros((len(ranks), digest.size), np.uint8)
+        peers = [r for r in range(len(ranks)) if r != me]
+        headers = [comm.Isend(digest, r, tag=_DIGEST_TAG) for r in peers]
+        headers += [comm.Irecv(theirs[r], r, tag=_DIGEST_TAG) for r in peers]
+        try:
+            self.world.wait([exchange, *headers], meeting.label, ranks)
+        except MPI.Exception as exc:  # sizes that disagree: the digests say why
+            self.world.wait(headers, meeting.label, ranks)
+            self._raise_for_digests(ranks, meeting, digest, theirs, peers, description)
+            raise ValueError(f"{meeting.label}: MPI failed: {exc}") from None
+        self._raise_for_digests(ranks, meeting, digest, theirs, peers, description)
+
+    @staticmethod
+    def _raise_for_digests(ranks, meeting, digest, theirs, peers, description) -> None:
+        for r in peers:
+            if not np.array_equal(theirs[r], digest):
+                raise ValueError(f"{meeting.label}: rank {ranks[r]} is at another call or has other operands "
+                                 f"than this rank's {description}")
+
+    def _scratch(self, key, size: int) -> np.ndarray:
+        """A receive buffer reused by the calls of one group (they run one after another)."""
+        buffer = self._buffers.get(key)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[key] = np.empty(size, np.uint8)
+        return buffer[:size]
 
     def _gather_and_combine(self, comm, ranks, meeting: Meeting, local: tuple[int, ...], arrays: list) -> list:
         """Every rank gets every member's operands and runs the threads' combine."""
@@ -167,6 +211,12 @@ class MpiCollectiveContext(CollectiveContext):
         return [results[meeting.members.index(m)] for m in local]
 
 
+def _describe(meeting: Meeting, contribution) -> str:
+    """What every rank of a call must agree on: the call, its attributes, its operands' types."""
+    return repr((meeting.key, contribution.signature,
+                 tuple((a.dtype.str, a.shape) for a in contribution.arrays)))
+
+
 def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, np.dtype]]:
     """(MPI operation, dtype to send as) when the all-reduce is one of MPI's built-in
     reductions on a type where every order gives the same bits; else None."""
@@ -182,6 +232,22 @@ def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, n
     if name in ("SUM", "PROD") and dtype.kind == "i":
         dtype = np.dtype(f"u{dtype.itemsize}")    # wrap-around is defined for unsigned C types only
     return getattr(MPI, name), dtype
+
+
+def _fold_into(out: np.ndarray, pieces: list, combiner) -> None:
+    """out = the fold of the pieces in order, as _fold computes it; where the combiner is one
+    IEEE float operation (numpy's ufunc on f32 / f64 computes exactly that), without temporaries."""
+    ufunc = getattr(combiner, "ufunc", None)
+    if ufunc in _EXACT_UFUNCS and out.dtype in _EXACT_UFUNC_TYPES and len(pieces) >= 2:
+        ufunc(pieces[0][0], pieces[1][0], out=out)
+        for (piece,) in pieces[2:]:
+            ufunc(out, piece, out=out)
+        return
+    out[...] = _fold(pieces, combiner, "all-reduce")[0]
+
+
+_EXACT_UFUNCS = (np.add, np.multiply)   # (numpy's maximum and minimum order -0 and +0 otherwise than XLA)
+_EXACT_UFUNC_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _offsets(counts: list[int]) -> list[int]:

@@ -35,7 +35,7 @@ _SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WO
 
 _TAG_ABORT, _TAG_QUERY, _TAG_REPLY = 1, 2, 3
 _STATUS_GRACE_SECONDS = 2.0
-_SPIN_SECONDS = 0.02       # waits shorter than this poll without sleeping
+_YIELD_AFTER_SECONDS = 0.002   # spin this long, then yield between tests; nap after 10 x as long
 _NAP_SECONDS = 0.0005     # how long a rank that timed out waits for the others' answers
 
 
@@ -111,9 +111,11 @@ class MpiWorld:
             self._waiting.pop(me, None)
 
     def _poll(self, done: Callable[[], bool], what: str, peers: Sequence[int]) -> None:
+        """Test until done: MPI progresses non-blocking operations only inside its calls, so
+        spin first; then yield the core (ranks may outnumber cores); then nap."""
         start = time.monotonic()
         deadline = start + self.timeout
-        spins = 0
+        spins, waited = 0, 0.0
         while not done():
             spins += 1
             if spins % 64 == 0:
@@ -121,10 +123,11 @@ class MpiWorld:
                 now = time.monotonic()
                 if now > deadline:
                     raise CollectiveTimeout(self._timeout_message(what, peers))
-                if now - start > _SPIN_SECONDS:  # a long wait: stop burning a core another rank may need
+                waited = now - start
+                if waited > _YIELD_AFTER_SECONDS * 10:
                     time.sleep(_NAP_SECONDS)
-            elif spins > 256:
-                os.sched_yield()    # ranks may outnumber cores: let a peer run
+            elif waited > _YIELD_AFTER_SECONDS:
+                os.sched_yield()
 
     def service_control(self) -> None:
         """Raise PeerFailed if another rank reported a failure; answer status queries."""
