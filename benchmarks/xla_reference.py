@@ -16,6 +16,11 @@ def xla_compiler() -> Callable[[str], Callable] | None:
     except ImportError:
         return None
     backend = jax.devices("cpu")[0].client
+    try:   # jaxlib binds its LAPACK kernels (scipy's LAPACK) only when jax lowers a LAPACK call:
+        from jaxlib import lapack   # without this, a module with LAPACK custom calls crashes XLA
+        lapack._lapack.initialize()
+    except (ImportError, AttributeError):
+        pass
 
     def compile_text(text: str) -> Callable:
         module = _hlo.hlo_module_from_text(text)

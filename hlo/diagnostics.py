@@ -14,6 +14,7 @@ so parsing large files pays nothing for locations it never reports.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -65,6 +66,21 @@ class SourceLoc:
     def __str__(self) -> str:
         line, col = self.file.line_col(self.offset)
         return f"{self.file.name}:{line}:{col}"
+
+
+_WRITTEN_NAME = re.compile(r"%?([A-Za-z_][\w.\-]*)")
+
+
+def written_name(loc: Optional[SourceLoc], fallback: str) -> str:
+    """The instruction name written at `loc`, else `fallback`.
+
+    An instruction's location points at its name; passes that copy instructions (the call
+    inliner, cloned computations) give the copies fresh names but keep the location, so
+    messages that point at a line should name what is written there."""
+    if loc is None:
+        return fallback
+    match = _WRITTEN_NAME.match(loc.file.text, loc.offset)
+    return match.group(1) if match else fallback
 
 
 @dataclass

@@ -29,6 +29,7 @@ import numpy as np
 from ..ir import Module
 from ..shapes import Shape, TypeKind
 from .gemm import MAX_THREADS
+from .lapack_calls import link_comment
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
 from .target import compile_object
@@ -165,7 +166,8 @@ _HEADER_COMMENT = """\
    layouts ({{1,0}}, {{2,1,0}}, ...) that is C row-major order over {name}_<buf>_dims.
    Element types C lacks travel as raw bits (bf16/f16 as uint16_t, f8 as uint8_t, sub-byte
    integers one per byte); complex elements are (real, imaginary) pairs. pred is one byte
-   (0 or 1). Buffers should be 64-byte aligned. The object needs only libc and libm.
+   (0 or 1). Buffers should be 64-byte aligned. The object needs only libc and libm
+   (and LAPACK when the module has LAPACK custom calls: see {name}_LINK_FLAGS below).
 */"""
 
 _THREADS_BLOCK = """\
@@ -241,6 +243,7 @@ def generate_header(lowered: LoweredModule, name: str) -> str:
              "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
              f"void {name}(void** args, void** results, void* temp);", "",
              _THREADS_BLOCK.format(name=name, parts=MAX_THREADS), "",
+             *([link_comment(name), ""] if lowered.libraries else []),
              f"#define {name}_NUM_ARGS {len(lowered.params)}",
              f"#define {name}_NUM_RESULTS {len(lowered.results)}",
              f"#define {name}_TEMP_SIZE ((size_t){lowered.temp_bytes})",

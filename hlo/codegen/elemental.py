@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..attributes import ConvDims, DotDims, GatherDims
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..ir import Computation, Instruction
 from ..opcodes import Op
 from ..registry import OpRegistry
@@ -104,7 +104,7 @@ class ElementalEmitter:
             if EMITTERS.reason(inst.opcode):
                 raise unsupported_error(inst)
             raise error(f"the cpu backend cannot compute '{inst.opcode}' element by element "
-                        f"(%{inst.name})", inst.loc)
+                        f"(%{written_name(inst.loc, inst.name)})", inst.loc)
         return generate(self, inst, index)
 
     # -- helpers shared by several generators

@@ -16,7 +16,7 @@ reason users see in the error (docs/ARCHITECTURE.md lists them).
 """
 from __future__ import annotations
 
-from ..diagnostics import HloError, error
+from ..diagnostics import HloError, error, written_name
 from ..ir import Instruction
 from ..opcodes import Category, Op, ops_in
 from ..registry import OpRegistry
@@ -28,7 +28,7 @@ def unsupported_error(inst: Instruction) -> HloError:
     """The located error for an instruction the backend does not compile."""
     reason = EMITTERS.reason(inst.opcode)
     detail = f": {reason}" if reason else ""
-    return error(f"the cpu backend does not support '{inst.opcode}' (%{inst.name}){detail}", inst.loc)
+    return error(f"the cpu backend does not support '{inst.opcode}' (%{written_name(inst.loc, inst.name)}){detail}", inst.loc)
 
 
 # --------------------------------------------------------------------------- compiled after an expansion
@@ -40,7 +40,7 @@ def emit_unexpanded(lowering, inst: Instruction) -> None:
     """Reached only when the expander pass is not available: it would have rewritten inst."""
     expander = EMITTERS.details(inst.opcode)["expanded_by"]
     raise error(f"the cpu backend compiles '{inst.opcode}' through the {expander} pass, which is not "
-                f"available (%{inst.name})", inst.loc)
+                f"available (%{written_name(inst.loc, inst.name)})", inst.loc)
 
 
 def expander_passes(opcodes) -> list[str]:

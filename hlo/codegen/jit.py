@@ -25,6 +25,7 @@ from ..ir import Module
 from ..runtime import values_io
 from ..text.printer import format_module
 from .buffers import alias_leaves
+from .lapack_calls import libraries_for
 from .lowering import lower_module
 from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
@@ -34,10 +35,13 @@ CACHE_VERSION = "1"
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _compiler_fingerprint() -> str:
-    """A hash of the code generator's own sources: a changed compiler invalidates the cache."""
+    """A hash of the library's sources and LLVM's version: compiled code depends on the code
+    generator, the passes of the default pipeline, the parser and the runtime plans alike, so a
+    change to any of them invalidates the cache."""
     h = hashlib.sha256(llvm.llvm_version_info.__repr__().encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -92,6 +96,9 @@ class JitExecutable:
         meta_path = directory / f"{key}.meta"
         obj_path = directory / f"{key}.o"
         lowered = self._cached_lowering(meta_path) if obj_path.exists() else None
+        if lowered is not None and getattr(lowered, "libraries", []) != libraries_for(module):
+            lowered = None   # compiled against another LAPACK than the one found now: compile again
+            obj_path.unlink(missing_ok=True)
         self.from_cache = lowered is not None
         if lowered is None:
             lowered = lower_module(module, options, self.NAME)
@@ -136,7 +143,8 @@ class JitExecutable:
 
     @staticmethod
     def _store_lowering(path: Path, lowered: LoweredModule) -> None:
-        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes)
+        slim = LoweredModule("", lowered.entry_name, lowered.params, lowered.results, lowered.temp_bytes,
+                             lowered.libraries)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp%d" % os.getpid())
@@ -151,6 +159,8 @@ class JitExecutable:
             ref = llvm.parse_assembly(_stub_ir(lowered.entry_name))
         else:
             ref, _ = parse_and_optimize(lowered.llvm_ir, self.options, jit=True)
+        for library in getattr(lowered, "libraries", ()):   # the symbols the code calls (LAPACK)
+            llvm.load_library_permanently(library)
         engine = llvm.create_mcjit_compiler(ref, tm)
         cache = _ObjectCache(obj_path)
         engine.set_object_cache(cache.notify, cache.getbuffer)

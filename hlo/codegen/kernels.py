@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..attributes import DotDims
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
@@ -115,7 +115,7 @@ class EntryLowering:
             return
         if not isinstance(value, Buffer):
             raise error(f"the cpu backend cannot compile '{inst.opcode}' with a tuple result "
-                        f"(%{inst.name})", inst.loc)
+                        f"(%{written_name(inst.loc, inst.name)})", inst.loc)
         self.store_loop(inst.shape, self.pointer(value), generator)
 
     def store_loop(self, shape: Shape, pointer, generator) -> None:

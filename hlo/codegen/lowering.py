@@ -10,6 +10,8 @@ from .buffers import assign_buffers
 from .emitters import expander_passes
 from .gemm import vector_bits_of
 from .kernels import EntryLowering
+from .lapack_calls import libraries_for
+from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
 from .options import CodegenOptions, LoweredModule
 from .target import resolved_target
 from .types import check_shape_supported
@@ -57,4 +59,4 @@ def lower(module: Module, options: CodegenOptions, name: str) -> LoweredModule:
     _, _, features = resolved_target(options)
     llmod = EntryLowering(prepared, assignment, name, vector_bits_of(features)).lower()
     return LoweredModule(str(llmod), name, list(assignment.params), list(assignment.results),
-                         assignment.temp_bytes)
+                         assignment.temp_bytes, libraries_for(prepared))

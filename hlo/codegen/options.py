@@ -26,3 +26,4 @@ class LoweredModule:
     params: list[Shape] = field(default_factory=list)
     results: list[Shape] = field(default_factory=list)
     temp_bytes: int = 0
+    libraries: list[str] = field(default_factory=list)   # shared libraries the code calls (LAPACK)

@@ -1,5 +1,6 @@
 """Emitters for ops that are not one value per output element: sort, topk, scatter,
-select-and-scatter, cholesky, triangular-solve and the LAPACK custom-calls JAX emits.
+select-and-scatter, cholesky and triangular-solve (the LAPACK custom-calls JAX emits are in
+lapack_calls.py, which registers them in CUSTOM_CALLS).
 
 Each is registered in EMITTERS (emitters.py) as `emit(lowering, inst)` (lowering:
 kernels.EntryLowering); sorts register the scratch memory they need (two index arrays).
@@ -10,10 +11,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..attributes import ScatterDims
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..ir import Instruction
 from ..opcodes import Op
-from ..runtime.ffi_attributes import backend_config_dict
 from ..shapes import F64 as F64_TYPE, Shape
 from . import scalar_ops
 from .buffers import leaves_of
@@ -259,7 +259,7 @@ def emit_select_and_scatter(low, inst: Instruction) -> None:
             store_element(b, combined, pointer, out.shape, target)
 
 
-# custom-call target -> emit(lowering, inst); the LAPACK targets are added below.
+# custom-call target -> emit(lowering, inst); lapack_calls.py adds the LAPACK targets.
 CUSTOM_CALLS: dict = {"TopK": lambda low, inst: _emit_topk(low, inst, True)}
 # custom-call target -> the scratch memory its emitter needs
 CUSTOM_CALL_SCRATCH: dict = {"TopK": _topk_scratch}
@@ -275,7 +275,8 @@ def emit_custom_call(low, inst: Instruction) -> None:
     target = inst.attrs.get("custom_call_target")
     handler = CUSTOM_CALLS.get(target)
     if handler is None:
-        raise error(f"the cpu backend does not support custom-call target '{target}' (%{inst.name})",
+        raise error(f"the cpu backend does not support custom-call target '{target}' "
+                    f"(%{written_name(inst.loc, inst.name)})",
                     inst.loc)
     handler(low, inst)
 
@@ -404,37 +405,3 @@ def emit_triangular_solve(low, inst: Instruction) -> None:
     emit_triangular_solve_into(low, inst.operands[0], inst.operands[1], low.a.values[id(inst)],
                                bool(inst.attrs.get("left_side")), bool(inst.attrs.get("lower")),
                                bool(inst.attrs.get("unit_diagonal")), transpose)
-
-
-def _lapack_config(inst: Instruction) -> dict:
-    try:
-        return backend_config_dict(inst.backend_config)
-    except ValueError as exc:
-        raise error(f"custom-call {inst.attrs.get('custom_call_target')}: {exc}", inst.loc) from None
-
-
-def _char(config: dict, name: str, default: str) -> str:
-    value = config.get(name, default)
-    return chr(value) if isinstance(value, int) else str(value)
-
-
-def emit_potrf(low, inst: Instruction) -> None:
-    config = _lapack_config(inst)
-    outputs = leaves_of(low.a.values[id(inst)])
-    info = outputs[1] if len(outputs) > 1 else None
-    emit_cholesky_into(low, inst.operands[0], outputs[0], _char(config, "uplo", "L") == "L", info,
-                       zero_other=False)
-
-
-def emit_trsm(low, inst: Instruction) -> None:
-    config = _lapack_config(inst)
-    out = leaves_of(low.a.values[id(inst)])[0]
-    alpha = inst.operands[2] if len(inst.operands) == 3 else None
-    emit_triangular_solve_into(low, inst.operands[0], inst.operands[1], out,
-                               _char(config, "side", "L") == "L", _char(config, "uplo", "L") == "L",
-                               _char(config, "diag", "N") == "U", _char(config, "trans_x", "N") in "TC", alpha)
-
-
-for _prefix in ("s", "d"):
-    CUSTOM_CALLS[f"lapack_{_prefix}potrf_ffi"] = emit_potrf
-    CUSTOM_CALLS[f"lapack_{_prefix}trsm_ffi"] = emit_trsm

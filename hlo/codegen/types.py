@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..shapes import PrimitiveType, Shape
 
 I1 = ir.IntType(1)
@@ -41,7 +41,7 @@ def check_shape_supported(shape: Shape, inst) -> None:
         t = leaf.element_type
         if t is not None and t.is_array_type and not is_supported_type(t):
             raise error(f"the cpu backend does not support element type {t.name} "
-                        f"(in {inst.opcode} %{inst.name})", inst.loc)
+                        f"(in {inst.opcode} %{written_name(inst.loc, inst.name)})", inst.loc)
 
 
 C64 = ir.LiteralStructType([F32, F32])

@@ -22,7 +22,7 @@ from ..ir import Module
 from ..runtime.values_io import array_leaves, to_storage
 # The family modules: each registers its handlers in HANDLERS when imported.
 from . import (collectives, control, data_movement, elementwise, indexing, lapack, linalg,  # noqa: F401
-               linear, rng, sorting, transfers, windows)
+               linear, rng, sorting, transfers, tridiagonal_solve, windows)
 from .control import CUSTOM_CALL_TARGETS, register_custom_call
 from .evaluator import Evaluator, run_devices
 from .handlers import HANDLERS

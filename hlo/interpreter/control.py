@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..diagnostics import error
+from ..diagnostics import error, written_name
 from ..ir import Instruction
 from ..opcodes import Op
 from .handlers import HANDLERS
@@ -35,8 +35,8 @@ def run_custom_call(ev, inst, ops):
     target = inst.attrs["custom_call_target"]
     handler = CUSTOM_CALL_TARGETS.get(target)
     if handler is None:
-        raise error(f"custom-call target \"{target}\" is not known to the interpreter "
-                    f"(known: LAPACK targets such as lapack_spotrf_ffi, and TopK)",
+        raise error(f"custom-call %{written_name(inst.loc, inst.name)}: target \"{target}\" is not known to the "
+                    f"interpreter (known: LAPACK targets such as lapack_spotrf_ffi, and TopK)",
                     inst.attr_locs.get("custom_call_target", inst.loc))
     return handler(ev, inst, ops)
 

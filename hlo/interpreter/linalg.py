@@ -12,8 +12,8 @@ dimensions are the last two:
 * `fft`: FFT / IFFT / RFFT / IRFFT over the trailing `len(fft_length)` axes.
 * `batch_norm_training` / `batch_norm_inference` / `batch_norm_grad`.
 
-The LAPACK custom calls JAX emits on CPU are in lapack.py; they share the matrix
-helpers below.
+cholesky and triangular-solve go through LAPACK's potrf and trsm (lapack.py), the
+routines the LAPACK custom calls JAX emits on CPU use.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from ..opcodes import Op
 from .handlers import HANDLERS
+from .lapack import potrf, trsm
 from .numerics import is_float_like
 
 # --------------------------------------------------------------------------------------
@@ -55,113 +56,30 @@ def check_matrices(a: np.ndarray, what: str, square: bool = True) -> None:
         raise ValueError(f"{what}: the two minor dimensions must be equal, got shape {a.shape}")
 
 
-def _eye_mask(n: int) -> np.ndarray:
-    return np.eye(n, dtype=bool)
-
-
 def triangle_mask(n: int, lower: bool) -> np.ndarray:
     """Boolean mask of the lower (or upper) triangle, diagonal included."""
     return np.tri(n, dtype=bool) if lower else np.tri(n, dtype=bool).T
 
 
-def conj_t(a: np.ndarray) -> np.ndarray:
-    return np.conj(np.swapaxes(a, -1, -2))
-
-
-def flat_batch(a: np.ndarray) -> np.ndarray:
-    """a with its batch dims collapsed into one (explicit count: -1 fails for size 0)."""
-    return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
-
-
 # --------------------------------------------------------------------------------------
-# Cholesky
+# Cholesky and triangular solve, through LAPACK's potrf and trsm (lapack.py)
 # --------------------------------------------------------------------------------------
-
-def hermitian_from_triangle(a: np.ndarray, lower: bool) -> np.ndarray:
-    """The Hermitian matrix described by one triangle of `a` (the other is ignored).
-
-    Like LAPACK and XLA's expander, only the real part of a complex diagonal is used.
-    """
-    n = a.shape[-1]
-    tri = np.where(triangle_mask(n, lower), a, 0)
-    strict = np.where(_eye_mask(n), 0, tri)
-    diag = np.where(_eye_mask(n), tri.real if np.iscomplexobj(tri) else tri, 0)
-    return strict + conj_t(strict) + diag
-
-
-def _first_failing_minor(h: np.ndarray) -> int:
-    """LAPACK's potrf `info`: the order of the first leading minor that is not PD.
-
-    Positive definiteness of leading minors is monotone, so bisect on the order.
-    """
-    good, bad = 0, h.shape[-1]
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        try:
-            np.linalg.cholesky(h[:mid, :mid])
-            good = mid
-        except np.linalg.LinAlgError:
-            bad = mid
-    return bad
-
-
-def cholesky_lower_with_info(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Lower Cholesky factors of a batch of Hermitian matrices, and LAPACK-style info.
-
-    Failed batch elements get a NaN factor and info > 0; the others info = 0.
-    numpy rejects the whole batch when one element fails, so only then do we go
-    through the elements one by one.
-    """
-    flat = flat_batch(h)
-    info = np.zeros(flat.shape[0], dtype=np.int32)
-    try:
-        factor = np.linalg.cholesky(flat)
-    except np.linalg.LinAlgError:
-        factor = np.empty_like(flat)
-        for i, matrix in enumerate(flat):
-            try:
-                factor[i] = np.linalg.cholesky(matrix)
-            except np.linalg.LinAlgError:
-                factor[i] = np.nan
-                info[i] = _first_failing_minor(matrix)
-    return factor.reshape(h.shape), info.reshape(h.shape[:-2])
-
 
 def cholesky(a: np.ndarray, lower: bool) -> np.ndarray:
     """HLO `cholesky`: batched Cholesky factor of the matrix given by one triangle.
 
-    lower=True: L with a = L·Lᴴ; lower=False: U with a = Uᴴ·U. The unused triangle
-    of the result is zero; a batch element that is not positive definite is NaN.
+    lower=True: L with a = L·Lᴴ; lower=False: U with a = Uᴴ·U. Only that triangle (and the
+    real part of the diagonal) is read; the other triangle of the result is zero and a
+    batch element that is not positive definite is NaN, as XLA's CholeskyExpander gives.
     """
     check_matrices(a, "cholesky")
-    work = work_dtype(a.dtype, "cholesky")
-    h = hermitian_from_triangle(a.astype(work), lower)
-    factor, _ = cholesky_lower_with_info(h)
-    result = factor if lower else conj_t(factor)
-    return np.ascontiguousarray(result).astype(a.dtype)
+    factor, info = potrf(a.astype(work_dtype(a.dtype, "cholesky")), lower)
+    factor = np.where(triangle_mask(a.shape[-1], lower), factor, 0)
+    factor[info != 0] = np.nan
+    return factor.astype(a.dtype)
 
 
-# --------------------------------------------------------------------------------------
-# Triangular solve
-# --------------------------------------------------------------------------------------
-
-_TRANSPOSE_KINDS = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")
-
-
-def _forward_substitution(t: np.ndarray, rhs: np.ndarray, unit_diagonal: bool) -> np.ndarray:
-    """Solve t·x = rhs for lower-triangular t, batched; reads only t's lower triangle.
-
-    One step per matrix row, each vectorised over the batch and rhs columns.
-    """
-    m = t.shape[-1]
-    x = np.zeros(np.broadcast_shapes(t.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:],
-                 dtype=np.result_type(t, rhs))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for i in range(m):
-            known = (t[..., i:i + 1, :i] @ x[..., :i, :])[..., 0, :]
-            row = rhs[..., i, :] - known
-            x[..., i, :] = row if unit_diagonal else row / t[..., i, i][..., None]
-    return x
+_TRANSPOSE_KINDS = {"NO_TRANSPOSE": "N", "TRANSPOSE": "T", "ADJOINT": "C"}
 
 
 def triangular_solve(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
@@ -169,39 +87,21 @@ def triangular_solve(a: np.ndarray, b: np.ndarray, left_side: bool, lower: bool,
     """HLO `triangular-solve`: x with op(a)·x = b (left_side) or x·op(a) = b.
 
     op(a) is a, aᵀ or aᴴ for transpose_a NO_TRANSPOSE / TRANSPOSE / ADJOINT. Only the
-    `lower` (or upper) triangle of a is read; unit_diagonal never reads its diagonal.
+    `lower` (or upper) triangle of a is read; unit_diagonal never reads its diagonal; a
+    singular a gives inf or NaN, never an error.
     """
     if transpose_a not in _TRANSPOSE_KINDS:
-        raise ValueError(f"triangular-solve: transpose_a must be one of {_TRANSPOSE_KINDS}, "
+        raise ValueError(f"triangular-solve: transpose_a must be one of {tuple(_TRANSPOSE_KINDS)}, "
                          f"got {transpose_a!r}")
     check_matrices(a, "triangular-solve")
     check_matrices(b, "triangular-solve", square=False)
     m = a.shape[-1]
-    if (b.shape[-2] if left_side else b.shape[-1]) != m:
+    if (b.shape[-2] if left_side else b.shape[-1]) != m or a.shape[:-2] != b.shape[:-2]:
         raise ValueError(f"triangular-solve: b shape {b.shape} does not fit a shape {a.shape} "
                          f"with left_side={left_side}")
     work = work_dtype(np.result_type(a.dtype, b.dtype), "triangular-solve")
-    # Keep only the used triangle (np.where, so garbage such as NaN cannot leak in).
-    t = np.where(triangle_mask(m, lower), a.astype(work), 0)
-    if unit_diagonal:
-        t = np.where(_eye_mask(m), 1, t).astype(work)
-    t_lower = lower
-    if transpose_a != "NO_TRANSPOSE":
-        t = np.swapaxes(t, -1, -2)
-        if transpose_a == "ADJOINT":
-            t = np.conj(t)
-        t_lower = not t_lower
-    rhs = b.astype(work)
-    if not left_side:  # x·t = b  <=>  tᵀ·xᵀ = bᵀ
-        t, rhs, t_lower = np.swapaxes(t, -1, -2), np.swapaxes(rhs, -1, -2), not t_lower
-    if not t_lower:  # reversing rows and columns turns an upper system into a lower one
-        t, rhs = t[..., ::-1, ::-1], rhs[..., ::-1, :]
-    x = _forward_substitution(t, rhs, unit_diagonal)
-    if not t_lower:
-        x = x[..., ::-1, :]
-    if not left_side:
-        x = np.swapaxes(x, -1, -2)
-    return np.ascontiguousarray(x).astype(b.dtype)
+    x = trsm(a.astype(work), b.astype(work), left_side, lower, unit_diagonal, _TRANSPOSE_KINDS[transpose_a])
+    return x.astype(b.dtype)
 
 
 # --------------------------------------------------------------------------------------

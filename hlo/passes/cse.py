@@ -44,7 +44,8 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None) -> boo
 def _key(inst: Instruction, fingerprints: dict):
     try:
         attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items()))
-        key = (inst.opcode, inst.shape, tuple(id(op) for op in inst.operands), attrs)
+        # backend_config carries a custom call's options (a LAPACK call's uplo, trans ...)
+        key = (inst.opcode, inst.shape, tuple(id(op) for op in inst.operands), attrs, inst.backend_config)
         hash(key)
         return key
     except TypeError:  # an attribute value we cannot compare safely: leave it alone
@@ -81,6 +82,6 @@ def computation_fingerprint(comp: Computation, memo: dict) -> tuple:
             return memo[id(comp)]
         attrs = tuple(sorted((k, _hashable(v, memo)) for k, v in inst.attrs.items()))
         parts.append((inst.opcode, inst.shape, tuple(position[id(op)] for op in inst.operands), attrs,
-                      inst is comp.root))
+                      inst.backend_config, inst is comp.root))
     memo[id(comp)] = ("computation", comp.execution_thread, tuple(parts))
     return memo[id(comp)]

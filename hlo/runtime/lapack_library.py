@@ -4,8 +4,9 @@ JAX's LAPACK custom calls (`lapack_sgetrf_ffi` ...) are answered by a real LAPAC
 hand-written factorisations, so that both backends give LAPACK's answer. The library is
 found in this order:
 
-1. `$HLO_LAPACK_LIBRARY`: a path to any LAPACK shared library (Fortran symbols `sgetrf_`,
-   32-bit integers unless `$HLO_LAPACK_INT_BITS=64`);
+1. `$HLO_LAPACK_LIBRARY`: a path to any LAPACK shared library (Fortran symbols `sgetrf_`, or
+   the OpenBLAS builds' `scipy_sgetrf_64_` / `scipy_sgetrf_`; 32-bit integers unless the names
+   end in `64_` or `$HLO_LAPACK_INT_BITS=64`);
 2. the `scipy-openblas64` or `scipy-openblas32` wheels, when installed;
 3. the OpenBLAS that numpy's wheels ship (`numpy.libs/libscipy_openblas64_*.so`), which every
    installation of the toolchain has;
@@ -24,6 +25,8 @@ import importlib
 import os
 from dataclasses import dataclass
 from typing import Optional
+
+import numpy as np
 
 
 class LapackUnavailable(RuntimeError):
@@ -44,6 +47,11 @@ class LapackLibrary:
     @property
     def int_type(self):
         return ctypes.c_int64 if self.int_bits == 64 else ctypes.c_int32
+
+    @property
+    def int_dtype(self) -> np.dtype:
+        """LAPACK's INTEGER as a numpy dtype."""
+        return np.dtype(np.int64 if self.int_bits == 64 else np.int32)
 
     @functools.cached_property
     def handle(self) -> ctypes.CDLL:
@@ -78,12 +86,26 @@ class LapackLibrary:
                 return
 
 
+# Symbol spellings LAPACK builds export, as (prefix, suffix, integer bits): reference LAPACK and
+# most builds, then the OpenBLAS builds made for Python (ILP64 for numpy, LP64 for scipy).
+_SPELLINGS = (("", "_", 32), ("scipy_", "_64_", 64), ("scipy_", "_", 32), ("", "_64_", 64))
+
+
 def _from_environment() -> Optional[LapackLibrary]:
+    """$HLO_LAPACK_LIBRARY, its symbol spelling found by looking (sgetrf_, scipy_sgetrf_64_ ...);
+    $HLO_LAPACK_INT_BITS=64 for an ILP64 build exporting plain names."""
     path = os.environ.get("HLO_LAPACK_LIBRARY")
     if not path:
         return None
-    bits = int(os.environ.get("HLO_LAPACK_INT_BITS", "32"))
-    return LapackLibrary(path, "", "_", bits)
+    bits = os.environ.get("HLO_LAPACK_INT_BITS")
+    try:
+        handle = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as exc:
+        raise LapackUnavailable(f"cannot load HLO_LAPACK_LIBRARY={path}: {exc}") from None
+    for prefix, suffix, default_bits in _SPELLINGS:
+        if hasattr(handle, f"{prefix}sgetrf{suffix}"):
+            return LapackLibrary(path, prefix, suffix, int(bits) if bits else default_bits)
+    raise LapackUnavailable(f"HLO_LAPACK_LIBRARY={path} exports no LAPACK routine (no sgetrf_ in any spelling)")
 
 
 def _from_openblas_wheels() -> Optional[LapackLibrary]:
@@ -101,8 +123,7 @@ def _from_openblas_wheels() -> Optional[LapackLibrary]:
 
 
 def _from_numpy() -> Optional[LapackLibrary]:
-    import numpy
-    base = os.path.dirname(numpy.__file__)
+    base = os.path.dirname(np.__file__)
     patterns = [os.path.join(base, "..", "numpy.libs", "libscipy_openblas64_*"),
                 os.path.join(base, ".dylibs", "libscipy_openblas64_*")]
     for pattern in patterns:

@@ -1,4 +1,5 @@
-"""Tests for hlo.interpreter.linalg (cholesky, triangular-solve, fft, batch norm) and lapack."""
+"""Tests for hlo.interpreter.linalg (cholesky, triangular-solve, fft, batch norm); the LAPACK
+targets themselves are tested in tests/lapack."""
 import itertools
 import math
 
@@ -8,11 +9,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from hlo.interpreter.lapack import (
-    LAPACK_TARGETS, householder_product, lu_decomposition, potrf, qr_householder, svd_gesdd, symmetric_eigh)
 from hlo.interpreter.linalg import (
     batch_norm_grad, batch_norm_inference, batch_norm_training, cholesky, fft, triangular_solve)
 from hlo.runtime.ffi_attributes import parse_mlir_attr_dict
+from lapack_cases import run_target
 
 RNG = np.random.default_rng(1234)
 SQRT2 = math.sqrt(2.0)
@@ -107,27 +107,20 @@ _CORPUS_SOLUTION = np.array([
     ],
 ], dtype=np.float32)
 
-def F32_RESULT(shape):
-    """A result-leaf spec as the evaluator may pass it: (dims, dtype)."""
-    return shape, np.float32
-
-
 def test_corpus_cholesky_then_cho_solve_matches_xla():
     # cholesky.1: symmetrise, potrf(uplo=L), NaN out failures, zero the upper triangle.
     sym = (_CORPUS_A + np.swapaxes(_CORPUS_A, 1, 2)) / np.float32(2)
-    factor, info = LAPACK_TARGETS["lapack_spotrf_ffi"](
-        [sym], [((2, 5, 5), np.float32), ((2,), np.int32)], "{uplo = 76 : ui8}",
-        {"num_batch_dims": "1"})
+    factor, info = run_target("lapack_spotrf_ffi", [sym], [((2, 5, 5), np.float32), ((2,), np.int32)],
+                              "{uplo = 76 : ui8}")
     assert info.dtype == np.int32 and info.tolist() == [0, 0]
     chol = np.where((info == 0)[:, None, None], factor, np.nan)
     chol = np.where(np.tri(5, dtype=bool), chol, np.float32(0))
     np.testing.assert_allclose(chol, _CORPUS_FACTOR, rtol=1e-4, atol=1e-5)
     # _cho_solve.2: L·y = b, then Lᵀ·x = y.
-    trsm = LAPACK_TARGETS["lapack_strsm_ffi"]
-    (y,) = trsm([chol, _CORPUS_B], [F32_RESULT((2, 5, 2))],
-                "{diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}", {})
-    (x,) = trsm([chol, y], [F32_RESULT((2, 5, 2))],
-                "{diag = 78 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 76 : ui8}", {})
+    (y,) = run_target("lapack_strsm_ffi", [chol, _CORPUS_B], [((2, 5, 2), np.float32)],
+                      "{diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}")
+    (x,) = run_target("lapack_strsm_ffi", [chol, y], [((2, 5, 2), np.float32)],
+                      "{diag = 78 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 76 : ui8}")
     assert x.dtype == np.float32
     np.testing.assert_allclose(x, _CORPUS_SOLUTION, rtol=1e-4, atol=1e-5)
 
@@ -415,204 +408,6 @@ def test_batch_norm_low_precision_and_errors():
         batch_norm_training(SPEC_X, np.ones(3, np.float32), np.zeros(3, np.float32), 0.001, 3)
     with pytest.raises(ValueError):
         batch_norm_inference(SPEC_X.astype(np.int32), *(np.ones(2, np.int32),) * 4, 0.1, 3)
-
-
-# ------------------------------------------------------------------------------------------
-# LAPACK routines and targets
-# ------------------------------------------------------------------------------------------
-
-def test_potrf_keeps_other_triangle_and_reports_info():
-    a = np.array([[4, 7], [2, 3]], np.float64)
-    f, info = potrf(a, True)
-    np.testing.assert_allclose(f, [[2, 7], [1, SQRT2]])
-    assert info == 0 and info.dtype == np.int32
-    f, info = potrf(np.array([[4, 2], [7, 3]], np.float64), False)
-    np.testing.assert_allclose(f, [[2, 1], [7, SQRT2]])
-    bad = np.array([[[1, 2], [2, 1]], [[-1, 0], [0, 1]], [[4, 2], [2, 3]]], np.float32)
-    f, info = potrf(bad, True)
-    assert info.tolist() == [2, 1, 0]
-    np.testing.assert_allclose(f[2], [[2, 2], [1, SQRT2]], rtol=1e-6)
-
-
-def test_potrf_target_upper_and_dtype_check():
-    a = random_spd((2,), 3, np.complex128)
-    f, info = LAPACK_TARGETS["lapack_zpotrf_ffi"]([a], None, "{uplo = 85 : ui8}", {})
-    u = np.triu(f)
-    np.testing.assert_allclose(ct(u) @ u, a, atol=1e-12)
-    assert info.tolist() == [0, 0]
-    with pytest.raises(ValueError):
-        LAPACK_TARGETS["lapack_spotrf_ffi"]([a], None, "{uplo = 85 : ui8}", {})
-    with pytest.raises(ValueError):
-        LAPACK_TARGETS["lapack_zpotrf_ffi"]([a], None, "{uplo = 70 : ui8}", {})
-    with pytest.raises(ValueError):
-        LAPACK_TARGETS["lapack_zpotrf_ffi"]([a], None, "{}", {})
-
-
-@pytest.mark.parametrize("side,uplo,trans,diag", list(itertools.product("LR", "LU", "NTC", "NU")))
-def test_trsm_target_option_characters(side, uplo, trans, diag):
-    m, k = 3, 2
-    rng = np.random.default_rng(3)
-    a = random_matrix((2, m, m), np.complex64, rng) + 3 * np.eye(m, dtype=np.complex64)
-    b = random_matrix((2, m, k) if side == "L" else (2, k, m), np.complex64, rng)
-    config = (f"{{diag = {ord(diag)} : ui8, side = {ord(side)} : ui8, "
-              f"trans_x = {ord(trans)} : ui8, uplo = {ord(uplo)} : ui8}}")
-    (x,) = LAPACK_TARGETS["lapack_ctrsm_ffi"]([a, b], [(b.shape, np.complex64)], config, {})
-    expected = triangular_solve(a, b, side == "L", uplo == "L", diag == "U",
-                                {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[trans])
-    np.testing.assert_array_equal(x, expected)
-
-
-def test_trsm_target_with_alpha_operand_and_legacy_abi():
-    a = np.array([[2, 0], [1, 1]], np.float64)
-    b = np.array([[2], [3]], np.float64)
-    cfg = "{diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}"
-    (x,) = LAPACK_TARGETS["lapack_dtrsm_ffi"]([a, b, np.array(3.0)], None, cfg, {})
-    np.testing.assert_allclose(x, [[3], [6]])
-    scalars = [np.int32(v) for v in (1, 1, 0, 0, 2, 1, 1)]
-    (x,) = LAPACK_TARGETS["lapack_dtrsm"](scalars + [np.array(1.0), a, b], [((2, 1), np.float64)],
-                                          "", {})
-    np.testing.assert_allclose(x, [[1], [2]])
-
-
-def test_getrf_hand_computed_and_reconstruction():
-    lu, ipiv, info = lu_decomposition(np.array([[1, 2], [3, 4]], np.float64))
-    np.testing.assert_allclose(lu, [[3, 4], [1 / 3, 2 - 4 / 3]])
-    assert ipiv.tolist() == [2, 2] and info == 0
-    for dtype, shape in [(np.float32, (2, 4, 4)), (np.complex128, (3, 5, 3)),
-                         (np.float64, (4, 6)), (np.complex64, (2, 3, 5))]:
-        a = random_matrix(shape, dtype)
-        lu, ipiv, info = LAPACK_TARGETS[
-            {np.float32: "lapack_sgetrf_ffi", np.float64: "lapack_dgetrf_ffi",
-             np.complex64: "lapack_cgetrf_ffi", np.complex128: "lapack_zgetrf_ffi"}[dtype]](
-            [a], None, "", {})
-        assert lu.dtype == dtype and ipiv.dtype == np.int32 and np.all(info == 0)
-        m, n = shape[-2:]
-        k = min(m, n)
-        low = np.tril(lu, -1)[..., :, :k] + np.eye(m, k)
-        up = np.triu(lu)[..., :k, :]
-        for idx in np.ndindex(shape[:-2]):
-            p = a[idx].copy()
-            for i, piv in enumerate(ipiv[idx]):
-                p[[i, piv - 1]] = p[[piv - 1, i]]
-            np.testing.assert_allclose(low[idx] @ up[idx], p, rtol=tol(dtype), atol=tol(dtype))
-
-
-def test_getrf_singular_reports_first_zero_pivot():
-    lu, ipiv, info = lu_decomposition(np.array([[0, 1], [0, 2]], np.float32))
-    assert info == 1 and ipiv.tolist() == [1, 2]
-    np.testing.assert_allclose(lu, [[0, 1], [0, 2]])
-
-
-def test_geqrf_orgqr_hand_computed():
-    a_out, tau = qr_householder(np.array([[3], [4]], np.float64))
-    # dlarfg: beta = -5, tau = (beta - alpha)/beta = 1.6, v = 4/(3 + 5) = 0.5
-    np.testing.assert_allclose(a_out, [[-5], [0.5]])
-    np.testing.assert_allclose(tau, [1.6])
-    q = householder_product(a_out, tau)
-    np.testing.assert_allclose(q, [[-0.6], [-0.8]])
-    # Complex 1x1: zlarfg still makes the diagonal real.
-    a_out, tau = qr_householder(np.array([[1 + 2j]], np.complex128))
-    r5 = math.sqrt(5)
-    np.testing.assert_allclose(a_out, [[-r5]])
-    np.testing.assert_allclose(tau, [1 + 1 / r5 + 2j / r5])
-    # A zero column needs no reflection: tau = 0.
-    a_out, tau = qr_householder(np.zeros((3, 2), np.float32))
-    assert np.all(a_out == 0) and np.all(tau == 0)
-
-
-@pytest.mark.parametrize("prefix,dtype", [("s", np.float32), ("d", np.float64),
-                                          ("c", np.complex64), ("z", np.complex128)])
-@pytest.mark.parametrize("shape", [(2, 5, 3), (4, 4), (3, 2, 5)])
-def test_geqrf_orgqr_targets_reconstruct(prefix, dtype, shape):
-    a = random_matrix(shape, dtype)
-    m, n = shape[-2:]
-    k = min(m, n)
-    a_out, tau = LAPACK_TARGETS[f"lapack_{prefix}geqrf_ffi"](
-        [a], [(shape, dtype), (shape[:-2] + (k,), dtype)], "", {})
-    orgqr = "ungqr" if prefix in "cz" else "orgqr"
-    # orgqr needs m >= n >= k: hand it the k reflector columns.
-    (q,) = LAPACK_TARGETS[f"lapack_{prefix}{orgqr}_ffi"](
-        [np.ascontiguousarray(a_out[..., :k]), tau], [(shape[:-1] + (k,), dtype)], "", {})
-    r = np.triu(a_out)[..., :k, :]
-    np.testing.assert_allclose(q @ r, a, rtol=tol(dtype), atol=tol(dtype) * 10)
-    np.testing.assert_allclose(ct(q) @ q, np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)),
-                               atol=tol(dtype) * 10)
-
-
-def test_geqrf_legacy_result_layouts_are_padded():
-    a = np.array([[3], [4]], np.float32)
-    out = LAPACK_TARGETS["lapack_sgeqrf_ffi"](
-        [a], [((2, 1), np.float32), ((1,), np.float32), ((), np.int32), ((7,), np.float32)], "", {})
-    assert [o.shape for o in out] == [(2, 1), (1,), (), (7,)]
-    assert out[2] == 0 and np.all(out[3] == 0)
-    scalars = [np.int32(v) for v in (1, 2, 1, 7)]
-    out = LAPACK_TARGETS["lapack_sgeqrf"](scalars + [a], [((2, 1), np.float32), ((1,), np.float32),
-                                                          ((), np.int32), ((7,), np.float32)], "", {})
-    np.testing.assert_allclose(out[1], [1.6])
-    with pytest.raises(ValueError):
-        LAPACK_TARGETS["lapack_sgeqrf_ffi"]([a], [((3, 1), np.float32)], "", {})
-
-
-def test_orgqr_rejects_bad_shapes():
-    with pytest.raises(ValueError):
-        householder_product(np.zeros((2, 3)), np.zeros(2))
-
-
-def test_syevd_hand_computed_and_triangle():
-    a = np.array([[2, 1], [99, 2]], np.float64)  # lower=False: reads [[2, 1], [1, 2]]
-    v, w, info = LAPACK_TARGETS["lapack_dsyevd_ffi"]([a], None, "{mode = 86 : ui8, uplo = 85 : ui8}",
-                                                     {})
-    np.testing.assert_allclose(w, [1, 3])
-    sym = np.array([[2, 1], [1, 2.]])
-    np.testing.assert_allclose(sym @ v, v * w, atol=1e-12)
-    assert info == 0
-    h = random_spd((2,), 3, np.complex64)
-    v, w, info = symmetric_eigh(h, True)
-    assert w.dtype == np.float32 and v.dtype == np.complex64
-    np.testing.assert_allclose(h @ v, v * w[..., None, :], rtol=1e-4, atol=1e-4)
-    _, w_only, _ = symmetric_eigh(h, True, vectors=False)
-    np.testing.assert_allclose(w_only, w, rtol=1e-5)
-
-
-@pytest.mark.parametrize("mode", ["A", "S", "N"])
-def test_gesdd(mode):
-    s, u, vt, info = svd_gesdd(np.array([[3, 0], [0, -4]], np.float64), mode)
-    np.testing.assert_allclose(s, [4, 3])
-    a = random_matrix((2, 4, 3), np.complex128)
-    s, u, vt, info = svd_gesdd(a, mode)
-    assert s.dtype == np.float64 and np.all(info == 0)
-    if mode == "N":
-        assert u is None and vt is None
-        return
-    assert u.shape == ((2, 4, 4) if mode == "A" else (2, 4, 3)) and vt.shape == (2, 3, 3)
-    np.testing.assert_allclose((u[..., :3] * s[..., None, :]) @ vt, a, atol=1e-12)
-
-
-def test_gesdd_target_fills_unrequested_vectors_with_zeros():
-    a = np.array([[3, 0], [0, 4]], np.float32)
-    specs = [((2, 2), np.float32), ((2,), np.float32), ((2, 2), np.float32),
-             ((2, 2), np.float32), ((), np.int32)]
-    out = LAPACK_TARGETS["lapack_sgesdd_ffi"]([a], specs, "{mode = 78 : ui8}", {})
-    np.testing.assert_allclose(out[1], [4, 3])
-    assert np.all(out[2] == 0) and np.all(out[3] == 0)
-
-
-def test_targets_accept_hlo_shapes_as_result_specs():
-    from hlo.shapes import Shape
-    a = np.array([[4, 2], [2, 3]], np.float32)
-    f, info = LAPACK_TARGETS["lapack_spotrf_ffi"](
-        [a], [Shape.array("f32", (2, 2)), Shape.array("s32", ())], "{uplo = 76 : ui8}", {})
-    np.testing.assert_allclose(f, [[2, 2], [1, SQRT2]], rtol=1e-6)
-    assert info.dtype == np.int32 and info.shape == ()
-
-
-def test_every_precision_prefix_is_registered():
-    for p in "sdcz":
-        for name in ("potrf", "trsm", "getrf", "geqrf", "gesdd"):
-            assert f"lapack_{p}{name}_ffi" in LAPACK_TARGETS
-    for name in ("lapack_sorgqr_ffi", "lapack_dorgqr_ffi", "lapack_cungqr_ffi",
-                 "lapack_zungqr_ffi", "lapack_ssyevd_ffi", "lapack_cheevd_ffi"):
-        assert name in LAPACK_TARGETS
 
 
 # ------------------------------------------------------------------------------------------
