@@ -116,18 +116,18 @@ def _run_interpreter(job: Job, args: list, infeeds, context, local: list[int]) -
 
 
 def compiled_runner(threads: Optional[int]) -> Callable:
-    """How a rank runs its devices with --backend cpu: one compiled executable, each device in turn."""
-    executables: dict[int, Any] = {}
+    """How a rank runs its devices with --backend cpu: compiled once per device (the disk cache
+    makes the copies cheap), collectives through the hooks over MPI."""
+    executables: list = []
 
     def run_compiled(job: Job, args: list, infeeds, context, local: list[int]) -> list:
         if infeeds:
             raise UsageError("--infeed needs --backend interpreter")
-        from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
-        executable = executables.get(0)
-        if executable is None:
-            executable = executables[0] = JitExecutable(job.module, threads=threads)
+        from hlo.codegen.collective_runtime import run_compiled_devices  # lazy: llvmlite, only for --backend cpu
         shape = job.module.entry.root.shape
-        return [(_rebuild(shape, iter(executable.run(*a))), []) for a in args]
+        leaves = run_compiled_devices(job.module, args, replicas=job.replicas, partitions=job.partitions,
+                                      context=context, devices=local, threads=threads, executables=executables)
+        return [(_rebuild(shape, iter(device)), []) for device in leaves]
 
     return run_compiled
 

@@ -192,11 +192,16 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
-    if devices != 1:
-        raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
-                         f"{devices} devices")
+    from hlo.codegen.collective_runtime import run_compiled_devices  # lazy: llvmlite, as above
     if profile or outfeed_file or infeeds:
         raise UsageError("--profile, --infeed and --outfeed need --backend interpreter")
+    if devices != module.config.replica_count * module.config.num_partitions:
+        raise UsageError(f"--backend cpu runs the module's replica_count x num_partitions devices "
+                         f"({module.config.replica_count} x {module.config.num_partitions}); leave out "
+                         f"--replicas and --partitions")
+    if devices != 1:
+        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads, run_compiled_devices)
+        return
     executable = JitExecutable(module, threads=threads)
     args = per_device_args[0]
     leaves = executable.run(*args)
@@ -217,6 +222,32 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
     if print_result:
         sys.stdout.write(values_io.format_value(value, shape) + "\n")
         sys.stdout.flush()
+
+
+def _run_compiled_devices(module: Module, per_device_args: list, output: Optional[str], print_result: bool,
+                          protected: list, threads: Optional[int], run_compiled_devices) -> None:
+    """--backend cpu on several devices: one compiled copy per device thread, collectives through the hooks."""
+    replicas, partitions = module.config.replica_count, module.config.num_partitions
+    leaves = run_compiled_devices(module, per_device_args, replicas=replicas, partitions=partitions, threads=threads)
+    shape = module.entry.root.shape
+    results = [_DeviceValue(_rebuild(shape, iter(device)), d // partitions, d % partitions)
+               for d, device in enumerate(leaves)]
+    if output:
+        _write_npz(output, _outputs(results), protected)
+    if print_result:
+        _print_results(module, results)
+
+
+@dataclass
+class _DeviceValue:
+    """One device's result, shaped for the output helpers (as an Evaluator is)."""
+    result: object
+    replica_id: int
+    partition_id: int
+
+    @property
+    def device(self):
+        return self
 
 
 # --------------------------------------------------------------------------- under MPI
@@ -297,6 +328,9 @@ def _job(r: _Request, module: Module, replicas: int, partitions: int, prepare, f
     job = mpi.Job(module, r.text, r.name, replicas, partitions, options, r.timeout, prepare, finish,
                   seed=r.seed, repeat=r.repeat)
     if r.backend == "cpu":
+        if (replicas, partitions) != (module.config.replica_count, module.config.num_partitions):
+            raise UsageError("--backend cpu runs the module's replica_count x num_partitions devices; "
+                             "leave out --replicas and --partitions")
         job.run_local = mpi.compiled_runner(r.threads)
     return job
 

@@ -11,7 +11,7 @@ from .emitters import expander_passes
 from .gemm import vector_bits_of
 from .kernels import EntryLowering
 from .lapack_calls import libraries_for
-from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
+from . import collectives, tridiagonal_solve  # noqa: F401 (register collective emitters, a custom-call target)
 from .options import CodegenOptions, LoweredModule
 from .target import resolved_target
 from .types import check_shape_supported

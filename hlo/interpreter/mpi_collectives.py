@@ -37,12 +37,12 @@ from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _f
 PIECEWISE_MIN_BYTES = 64 * 1024
 _DIGEST_TAG = 77
 
-# Reductions whose result does not depend on the order, per numpy ufunc name: MPI's
-# built-in operation for integers, and for pred (0/1 bytes).
-_INTEGER_OPS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN",
-                "bitwise_and": "BAND", "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
-_PRED_OPS = {"add": "BOR", "multiply": "BAND", "maximum": "BOR", "minimum": "BAND",
-             "bitwise_and": "BAND", "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
+# Reductions whose result does not depend on the order, per numpy ufunc: MPI's built-in
+# operation for integers, and for pred (0/1 bytes).
+_INTEGER_OPS = {np.add: "SUM", np.multiply: "PROD", np.maximum: "MAX", np.minimum: "MIN",
+                np.bitwise_and: "BAND", np.bitwise_or: "BOR", np.bitwise_xor: "BXOR"}
+_PRED_OPS = {np.add: "BOR", np.multiply: "BAND", np.maximum: "BOR", np.minimum: "BAND",
+             np.bitwise_and: "BAND", np.bitwise_or: "BOR", np.bitwise_xor: "BXOR"}
 
 
 def devices_per_rank(devices: int, ranks: int) -> int:
@@ -224,11 +224,11 @@ def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, n
     if ufunc is None or len(operands) != 1:
         return None
     dtype = operands[0].dtype
-    if dtype.kind == "b":
-        return getattr(MPI, _PRED_OPS[ufunc.__name__]), np.dtype(np.uint8)
-    if dtype.kind not in "iu" or ufunc.__name__ not in _INTEGER_OPS:
+    if dtype.kind == "b" and ufunc in _PRED_OPS:
+        return getattr(MPI, _PRED_OPS[ufunc]), np.dtype(np.uint8)
+    if dtype.kind not in "iu" or ufunc not in _INTEGER_OPS:
         return None
-    name = _INTEGER_OPS[ufunc.__name__]
+    name = _INTEGER_OPS[ufunc]
     if name in ("SUM", "PROD") and dtype.kind == "i":
         dtype = np.dtype(f"u{dtype.itemsize}")    # wrap-around is defined for unsigned C types only
     return getattr(MPI, name), dtype

@@ -174,8 +174,12 @@ case("reduce_scatter_and_all_to_all", [("f32", (8, 3), "normal"), ("f32", (2,), 
   %rg = f32[4,3] reduce-scatter(%p), replica_groups={{0,2},{1,3}}, dimensions={0}, to_apply=%axpb_f32
   %aa = f32[8,3] all-to-all(%p), replica_groups={}, dimensions={0}
   %ag = f32[8,3] all-to-all(%p), replica_groups={{3,1},{0,2}}, dimensions={0}
-  %at = (f32[2], f32[2], f32[2], f32[2]) all-to-all(%q, %q, %q, %q), replica_groups={}
-  ROOT %t = (f32[2,3], f32[4,3], f32[8,3], f32[8,3], (f32[2], f32[2], f32[2], f32[2])) tuple(%rs, %rg, %aa, %ag, %at)""")
+  ROOT %t = (f32[2,3], f32[4,3], f32[8,3], f32[8,3]) tuple(%rs, %rg, %aa, %ag)""")
+
+case("all_to_all_tuple", [("f32", (2,), "normal"), ("f32", (2,), "normal")], """
+  %p = f32[2] parameter(0)
+  %q = f32[2] parameter(1)
+  ROOT %at = (f32[2], f32[2], f32[2], f32[2]) all-to-all(%p, %q, %q, %p), replica_groups={}""")
 
 case("permute_and_broadcast", [("f32", (5,), "normal"), ("s32", (3,), "normal")], """
   %p = f32[5] parameter(0)
@@ -217,6 +221,11 @@ CASES["send_recv_and_async"] = CASES["send_recv_and_async"].replace("ENTRY %main
 }
 
 ENTRY %main""")
+
+
+# What the compiled backend does not compile (docs/ARCHITECTURE.md): ragged exchanges, the
+# tuple form of all-to-all, tokens and asynchronous wrappers.
+NOT_COMPILED = {"ragged_all_to_all", "all_to_all_tuple", "send_recv_and_async"}
 
 
 # --------------------------------------------------------------------------- inputs

@@ -3,7 +3,7 @@ run in one process (devices as threads)."""
 import numpy as np
 import pytest
 
-from mpi_cases import CASES, device_inputs
+from mpi_cases import CASES, NOT_COMPILED, device_inputs
 from mpi_helpers import assert_same_bits, in_process, run_cases
 
 
@@ -24,3 +24,32 @@ def test_every_collective_form_matches_the_threaded_run(cases, ranks):
     run_cases(ranks, specs)
     for name in CASES:
         assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.mpi{ranks}.npz")
+
+
+COMPILED = sorted(set(CASES) - NOT_COMPILED)
+
+
+def test_compiled_collectives_in_one_process_match_the_interpreter(cases):
+    for name in COMPILED:
+        in_process([cases / f"{name}.hlo", "--inputs", cases / f"{name}.inputs.npz", "--no-print", "--backend", "cpu",
+                    "-o", cases / f"{name}.cpu.npz"])
+        assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.cpu.npz")
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_compiled_collectives_over_mpi_match_the_interpreter(cases, ranks):
+    specs = [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.cpu{ranks}.npz|--backend|cpu" for n in COMPILED]
+    run_cases(ranks, specs)
+    for name in COMPILED:
+        assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.cpu{ranks}.npz")
+
+
+def test_what_is_not_compiled_is_refused_with_its_location(cases):
+    import subprocess
+    import sys
+    from mpi_helpers import ROOT
+    for name in sorted(NOT_COMPILED):
+        result = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", cases / f"{name}.hlo", "--inputs",
+                                 cases / f"{name}.inputs.npz", "--backend", "cpu"], capture_output=True, text=True,
+                                cwd=ROOT, timeout=200)
+        assert result.returncode == 1 and f"{name}.hlo:" in result.stderr and "Traceback" not in result.stderr
