@@ -205,7 +205,8 @@ def _description(low, inst: Instruction, element, reduction: int, count: int, ou
         starts.append(starts[-1] + len(g))
     pairs = [int(v) for pair in inst.attrs.get("source_target_pairs") or () for v in pair]
     channel = inst.attrs.get("channel_id")
-    global_ids = inst.attrs.get("use_global_device_ids") if "use_global_device_ids" in inst.info.attr_map else None
+    # -1 for the ops without the attribute; absent means false for those that have it
+    global_ids = bool(inst.attrs.get("use_global_device_ids")) if "use_global_device_ids" in inst.info.attr_map else None
     fields = [KINDS[inst.opcode], ELEMENT_TYPES.get(element.name, 0), element.byte_size, reduction,
               -1 if channel is None else int(channel), -1 if global_ids is None else int(bool(global_ids)),
               config.replica_count, config.num_partitions, len(groups), len(pairs) // 2, 0]

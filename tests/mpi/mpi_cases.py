@@ -14,6 +14,12 @@ COMPUTATIONS = """
   ROOT %r = f32[] add(%a, %b)
 }
 
+%add_f64 (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %r = f64[] add(%a, %b)
+}
+
 %mul_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
@@ -111,6 +117,18 @@ case("all_reduce_floats", [("f32", (64,), "nan")], """
   %n = f32[64] all-reduce(%p), replica_groups={{0,2},{1,3}}, to_apply=%min_f32
   %c = f32[64] all-reduce(%p), replica_groups={{3,0,1},{2}}, to_apply=%axpb_f32
   ROOT %t = (f32[64], f32[64], f32[64], f32[64], f32[64]) tuple(%s, %m, %x, %n, %c)""")
+
+case("float_reductions", [("f32", (33,), "nan"), ("f64", (9,), "nan")], """
+  %p = f32[33] parameter(0)
+  %q = f64[9] parameter(1)
+  %s = f32[33] all-reduce(%p), replica_groups={}, to_apply=%add_f32
+  %m = f32[33] all-reduce(%p), replica_groups={{0,1},{2,3}}, to_apply=%mul_f32
+  %x = f32[33] all-reduce(%p), replica_groups={{3,2,1,0}}, to_apply=%max_f32
+  %n = f32[33] all-reduce(%p), replica_groups={}, to_apply=%min_f32
+  %d = f64[9] all-reduce(%q), replica_groups={}, to_apply=%add_f64
+  %b = f32[3,2,33] broadcast(%p), dimensions={2}
+  %rs = f32[3,1,33] reduce-scatter(%b), replica_groups={{0,1},{2,3}}, dimensions={1}, to_apply=%max_f32
+  ROOT %t = (f32[33], f32[33], f32[33], f32[33], f64[9], f32[3,1,33]) tuple(%s, %m, %x, %n, %d, %rs)""")
 
 case("all_reduce_large", [("f32", (40000,), "normal"), ("bf16", (33001,), "normal")], """
   %p = f32[40000] parameter(0)
@@ -227,6 +245,9 @@ ENTRY %main""")
 # tuple form of all-to-all, tokens and asynchronous wrappers.
 NOT_COMPILED = {"ragged_all_to_all", "all_to_all_tuple", "send_recv_and_async"}
 
+# What hlo_collectives_mpi.c runs (reductions with a single binary op on pred, integers, f32, f64).
+AOT = ["float_reductions", "all_reduce_integers", "channels_and_ids", "all_gather_forms", "permute_and_broadcast"]
+
 
 # --------------------------------------------------------------------------- inputs
 
@@ -265,7 +286,7 @@ def _array(rng, dtype: str, shape, kind: str, device: int, ml_dtypes) -> np.ndar
         if kind == "huge":
             return rng.integers(info.min, info.max, size=shape, dtype=info.dtype, endpoint=True)
         return rng.integers(0, min(info.max, 100), size=shape).astype(info.dtype)
-    x = rng.standard_normal(shape).astype(np.float32) * (1 + device)
+    x = (rng.standard_normal(shape) * (1 + device)).astype(np.float64 if dtype == "f64" else np.float32)
     if kind == "nan":
         x[::7] = np.nan
         x[3] = -0.0
