@@ -25,6 +25,7 @@ Every wait has the collective timeout (hlo.runtime.mpi.MpiWorld.wait).
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -62,6 +63,7 @@ class MpiCollectiveContext(CollectiveContext):
         self.world = world
         self.per_rank = devices_per_rank(self.num_devices, world.size)
         self._buffers: dict[tuple, np.ndarray] = {}
+        self._results: dict[tuple, list[np.ndarray]] = {}
 
     # -- placement
 
@@ -158,7 +160,7 @@ class MpiCollectiveContext(CollectiveContext):
             else:
                 chunk = recv[recv_offsets[r] + i * piece:recv_offsets[r] + (i + 1) * piece]
             pieces.append((chunk.view(sample.dtype),))
-        result = np.empty(n * itemsize, np.uint8)
+        result = self._result_buffer(meeting.members, n * itemsize)
         _fold_into(result[offsets[me]:offsets[me] + piece].view(sample.dtype), pieces, meeting.fold)
         self.world.wait([comm.Iallgatherv(MPI.IN_PLACE, [result, sizes, offsets, MPI.BYTE])], meeting.label, ranks)
         return _shared_result([result.view(sample.dtype).reshape(sample.shape)], len(local))
@@ -186,6 +188,20 @@ class MpiCollectiveContext(CollectiveContext):
             if not np.array_equal(theirs[r], digest):
                 raise ValueError(f"{meeting.label}: rank {ranks[r]} is at another call or has other operands "
                                  f"than this rank's {description}")
+
+    def _result_buffer(self, key, size: int) -> np.ndarray:
+        """Memory for a result: one of this group's earlier results that nothing refers to any
+        more (a loop's previous value, say), else new memory. Reusing pages spares the page
+        faults of fresh memory, a tenth of a large all-reduce's time."""
+        pool = self._results.setdefault(key, [])
+        for buffer in pool:
+            # referenced only by the pool and by getrefcount's argument: free to overwrite
+            if buffer.size == size and sys.getrefcount(buffer) == 3:
+                return buffer
+        buffer = np.empty(size, np.uint8)
+        if len(pool) < 2:
+            pool.append(buffer)
+        return buffer
 
     def _scratch(self, key, size: int) -> np.ndarray:
         """A receive buffer reused by the calls of one group (they run one after another)."""

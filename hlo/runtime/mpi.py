@@ -35,7 +35,7 @@ _SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WO
 
 _TAG_ABORT, _TAG_QUERY, _TAG_REPLY = 1, 2, 3
 _STATUS_GRACE_SECONDS = 2.0
-_YIELD_AFTER_SECONDS = 0.002   # spin this long, then yield between tests; nap after 10 x as long
+_NAP_AFTER_SECONDS = 0.05       # waits longer than this sleep between tests
 _NAP_SECONDS = 0.0005     # how long a rank that timed out waits for the others' answers
 
 
@@ -83,6 +83,9 @@ class MpiWorld:
         self.timeout = timeout
         self.data = world.Dup()       # collectives and point-to-point data
         self.control = world.Dup()    # abort notices and status queries only
+        node = world.Split_type(MPI.COMM_TYPE_SHARED)
+        self.oversubscribed = node.Get_size() > (os.cpu_count() or 1)   # more ranks than cores here
+        node.Free()
         self._comms: dict[Any, Any] = {}
         self._comms_lock = threading.Lock()
         self._waiting: dict[int, str] = {}     # thread id -> what it waits for (status answers)
@@ -111,11 +114,13 @@ class MpiWorld:
             self._waiting.pop(me, None)
 
     def _poll(self, done: Callable[[], bool], what: str, peers: Sequence[int]) -> None:
-        """Test until done: MPI progresses non-blocking operations only inside its calls, so
-        spin first; then yield the core (ranks may outnumber cores); then nap."""
+        """Test until done. MPI progresses non-blocking operations only inside its calls, so
+        spin (as MPI's blocking calls do) while every rank of this node has a core of its own;
+        where ranks outnumber cores, yield the core between tests; nap through long waits."""
         start = time.monotonic()
         deadline = start + self.timeout
-        spins, waited = 0, 0.0
+        nap_after = _NAP_AFTER_SECONDS
+        spins = 0
         while not done():
             spins += 1
             if spins % 64 == 0:
@@ -123,10 +128,9 @@ class MpiWorld:
                 now = time.monotonic()
                 if now > deadline:
                     raise CollectiveTimeout(self._timeout_message(what, peers))
-                waited = now - start
-                if waited > _YIELD_AFTER_SECONDS * 10:
+                if now - start > nap_after:
                     time.sleep(_NAP_SECONDS)
-            elif waited > _YIELD_AFTER_SECONDS:
+            elif self.oversubscribed:
                 os.sched_yield()
 
     def service_control(self) -> None:
