@@ -1,10 +1,13 @@
 """Every collective form under mpiexec (2 ranks of two devices, 4 ranks of one) gives the bits of the
 run in one process (devices as threads)."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from mpi_cases import CASES, NOT_COMPILED, device_inputs
-from mpi_helpers import assert_same_bits, in_process, run_cases
+from mpi_helpers import ROOT, assert_same_bits, in_process, run_cases
 
 
 @pytest.fixture(scope="module")
@@ -18,12 +21,16 @@ def cases(tmp_path_factory):
     return folder
 
 
+def _over_mpi(cases, ranks: int, names, tag: str, options: str = "") -> None:
+    """Run every named case in one MPI job of `ranks` ranks; each must give the threaded run's bits."""
+    run_cases(ranks, [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.{tag}.npz{options}" for n in names])
+    for name in names:
+        assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.{tag}.npz")
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_every_collective_form_matches_the_threaded_run(cases, ranks):
-    specs = [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.mpi{ranks}.npz" for n in CASES]
-    run_cases(ranks, specs)
-    for name in CASES:
-        assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.mpi{ranks}.npz")
+    _over_mpi(cases, ranks, sorted(CASES), f"mpi{ranks}")
 
 
 COMPILED = sorted(set(CASES) - NOT_COMPILED)
@@ -38,16 +45,10 @@ def test_compiled_collectives_in_one_process_match_the_interpreter(cases):
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_compiled_collectives_over_mpi_match_the_interpreter(cases, ranks):
-    specs = [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.cpu{ranks}.npz|--backend|cpu" for n in COMPILED]
-    run_cases(ranks, specs)
-    for name in COMPILED:
-        assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.cpu{ranks}.npz")
+    _over_mpi(cases, ranks, COMPILED, f"cpu{ranks}", "|--backend|cpu")
 
 
 def test_what_is_not_compiled_is_refused_with_its_location(cases):
-    import subprocess
-    import sys
-    from mpi_helpers import ROOT
     for name in sorted(NOT_COMPILED):
         result = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", cases / f"{name}.hlo", "--inputs",
                                  cases / f"{name}.inputs.npz", "--backend", "cpu"], capture_output=True, text=True,
