@@ -4,21 +4,28 @@
   line and a caret, and exit with status 1.
 * Anything else is a bug in this toolchain: it is reported as an internal error
   and the tool exits with status 70 (EX_SOFTWARE). HLO_DEBUG=1 shows the traceback.
-* Outputs are written atomically (temporary file + rename), never over an input.
+* Control characters from the input are shown as visible symbols, never sent raw.
+* Outputs are written atomically, never over an input (hlo_cli.files has the rules:
+  modes, symlinks, missing folders); module text is read by hlo_cli.source.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import sys
-import tempfile
 import traceback
-from pathlib import Path
-from typing import Callable
+from importlib import metadata
+from typing import Callable, Iterable
 
 import click
 
-from hlo.diagnostics import HloError, SourceFile, error
+from hlo.diagnostics import HloError
+from hlo_cli.files import OutputError, write_atomic
+from hlo_cli.source import InputUsageError, read_text
+
+__all__ = ["EXIT_USER_ERROR", "EXIT_INTERNAL_ERROR", "UsageError", "tool_main", "read_text", "write_atomic",
+           "emit", "report", "did_you_mean", "version_option"]
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70
@@ -28,6 +35,38 @@ class UsageError(Exception):
     """A user error that is not about HLO text (bad option combination, unreadable file)."""
 
 
+def visible(text: str) -> str:
+    """`text` with control characters (but newlines and tabs) as Unicode control pictures,
+    one column each so that carets stay aligned."""
+    return text.translate(_CONTROL_PICTURES)
+
+
+_CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"} | {0x7F: 0x2421}
+
+
+def report(text: str) -> None:
+    """Print a message for the user on stderr."""
+    click.echo(visible(text), err=True)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" for the closest choice, or ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def tool_version() -> str:
+    try:
+        return metadata.version("hlo-toolchain")
+    except metadata.PackageNotFoundError:   # run from a source tree without installing
+        return "unknown"
+
+
+def version_option(fn: Callable) -> Callable:
+    """--version: 'hlo-opt 0.1.0'."""
+    return click.version_option(tool_version(), "--version", message="%(prog)s %(version)s")(fn)
+
+
 def tool_main(fn: Callable) -> Callable:
     """Wrap a click command body: map errors to messages and exit statuses."""
     @functools.wraps(fn)
@@ -35,72 +74,35 @@ def tool_main(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except HloError as err:
-            click.echo(err.render(), err=True)
+            report(err.render())
             sys.exit(EXIT_USER_ERROR)
-        except UsageError as err:
-            click.echo(f"error: {err}", err=True)
+        except (UsageError, OutputError, InputUsageError) as err:
+            report(f"error: {err}")
             sys.exit(EXIT_USER_ERROR)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+            report("interrupted")
             sys.exit(130)
         except BrokenPipeError:
+            _quiet_stdout()
             sys.exit(0)
         except Exception as exc:  # a bug of ours, never the user's fault
-            click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-            click.echo("This is a bug in the HLO toolchain; please report it with the input that caused it.",
-                       err=True)
+            report(f"internal error: {type(exc).__name__}: {exc}")
+            report("This is a bug in the HLO toolchain; please report it with the input that caused it.")
             if os.environ.get("HLO_DEBUG"):
                 traceback.print_exc()
             sys.exit(EXIT_INTERNAL_ERROR)
     return wrapper
 
 
-def read_text(path: str) -> tuple[str, str]:
-    """(display name, text) of a file, or of standard input for '-'."""
-    if path == "-":
-        return "<stdin>", sys.stdin.read()
+def _quiet_stdout() -> None:
+    """After a closed pipe (`| head`), send what is left to /dev/null so exit does not complain."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return path, data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # Located like any other error: the line as far as it decodes, the caret on the bad byte.
-        before = data[:exc.start].decode("utf-8", errors="replace")
-        shown = data.decode("utf-8", errors="replace")
-        offset = len(before)
-        raise error(f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
-                    SourceFile(path, shown).loc(offset)) from None
-
-
-def write_atomic(path: str, data: bytes | str, inputs=()) -> None:
-    """Write `data` to `path` via a temporary file and a rename; refuse to overwrite an input."""
-    target = Path(path)
-    for inp in inputs:
-        if inp and inp != "-" and Path(inp).exists() and target.exists() and os.path.samefile(inp, target):
-            raise UsageError(f"refusing to overwrite the input file {path}")
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-        raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def emit(text: str, output: str | None, inputs=()) -> None:

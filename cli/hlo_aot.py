@@ -12,7 +12,8 @@ from hlo.analysis.loading import load_module
 from hlo.codegen import CodegenOptions
 from hlo.codegen.aot import compile_aot, is_c_identifier
 from hlo.codegen.target import resolved_target
-from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
+from hlo_cli.common import UsageError, read_text, tool_main, version_option, write_atomic
+from hlo_cli.files import refuse_inputs
 
 HELP = """Compile MODULE (an .hlo file, '-' for stdin) to PREFIX.o and PREFIX.h.
 
@@ -21,8 +22,12 @@ The object defines   void NAME(void** args, void** results, void* temp);
 and needs only libc/libm (link with -lm). The header gives each argument's and
 result's element type, rank, dimensions, layout and byte size, the temp size,
 and a C++ wrapper class NAME_Class (arg_data(i), result_data(i), Run()).
-Buffers hold elements in their layout's physical order (C row-major for the
-default layouts). NAME defaults to PREFIX's file name made a C identifier.
+Buffers hold elements in their layout's physical order: row-major for the default
+layouts, column-major for {0,1} (JAX's gradients often come back so); the header
+says which for each buffer and defines NAME_arg<i>_index(i, j, ...) and
+NAME_result<j>_index(...), the position of an element in its buffer.
+NAME defaults to PREFIX's file name made a C identifier; missing folders of
+PREFIX are created.
 The host CPU and its features are targeted unless --target-triple/--cpu/--features say otherwise.
 """
 
@@ -34,6 +39,7 @@ def default_name(prefix: str) -> str:
 
 
 @click.command(help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 @click.argument("module_file", metavar="MODULE")
 @click.option("-o", "--output", "prefix", required=True, metavar="PREFIX",
               help="Write PREFIX.o and PREFIX.h (atomically).")
@@ -51,22 +57,14 @@ def main(module_file: str, prefix: str, name: Optional[str], triple: Optional[st
     if not is_c_identifier(name):
         raise UsageError(f"--name {name!r} is not a C identifier")
     outputs = (prefix + ".o", prefix + ".h")
-    _refuse_overwriting_input(module_file, outputs)
+    for out in outputs:   # before compiling, so that a refused run writes neither file
+        refuse_inputs(out, (module_file,))
     filename, text = read_text(module_file)
     module = load_module(text, filename, verify=verify)
     options = CodegenOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features)
     artifacts = compile_aot(module, name, _checked_target(options))
     write_atomic(outputs[0], artifacts.object_code, (module_file,))
     write_atomic(outputs[1], artifacts.header, (module_file,))
-
-
-def _refuse_overwriting_input(module_file: str, outputs) -> None:
-    """Checked before compiling, so a refused run writes neither file."""
-    if module_file == "-" or not os.path.exists(module_file):
-        return
-    for out in outputs:
-        if os.path.exists(out) and os.path.samefile(module_file, out):
-            raise UsageError(f"refusing to overwrite the input file {out}")
 
 
 def _checked_target(options: CodegenOptions) -> CodegenOptions:

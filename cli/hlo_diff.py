@@ -15,7 +15,9 @@ from hlo.analysis.loading import load_module
 from hlo.diagnostics import HloError
 from hlo.tools.diff import diff_modules, format_json, format_text
 from hlo.tools.diff_html import format_html
-from hlo_cli.common import UsageError, emit, read_text, tool_main
+from hlo_cli.common import UsageError, emit, read_text, report, tool_main, version_option
+from hlo_cli.files import OutputError
+from hlo_cli.source import InputUsageError
 
 EXIT_EQUAL = 0
 EXIT_DIFFERENT = 1
@@ -23,6 +25,7 @@ EXIT_TROUBLE = 2
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 @click.argument("file_a", metavar="A.hlo")
 @click.argument("file_b", metavar="B.hlo")
 @click.option("--json", "as_json", is_flag=True, help="Write the difference as JSON.")
@@ -41,10 +44,10 @@ def main(file_a: str, file_b: str, as_json: bool, as_html: bool, output: str | N
     try:
         status = _compare(file_a, file_b, as_json, as_html, output, show_all, color, verify, quiet)
     except HloError as err:
-        click.echo(err.render(), err=True)
+        report(err.render())
         sys.exit(EXIT_TROUBLE)
-    except UsageError as err:
-        click.echo(f"error: {err}", err=True)
+    except (UsageError, OutputError, InputUsageError) as err:
+        report(f"error: {err}")
         sys.exit(EXIT_TROUBLE)
     sys.exit(status)
 

@@ -1,6 +1,7 @@
 """hlo-fmt: format HLO files with the canonical printer, keeping their comments.
 
-    hlo-fmt FILE...            rewrite each file in place (atomically) when it changes
+    hlo-fmt FILE...            rewrite each file in place (atomically, keeping its mode;
+                               a symlink's target is rewritten) when it changes
     hlo-fmt --stdout FILE...   print the formatted text instead
     hlo-fmt -                  read standard input, print to standard output
     hlo-fmt --check FILE...    change nothing; exit 1 if some file would be reformatted
@@ -19,7 +20,8 @@ import click
 
 from hlo.diagnostics import HloError
 from hlo.lsp.formatting import FormatResult, format_text
-from hlo_cli.common import EXIT_USER_ERROR, UsageError, read_text, tool_main, write_atomic
+from hlo_cli.common import EXIT_USER_ERROR, UsageError, read_text, report, tool_main, version_option, write_atomic
+from hlo_cli.source import InputUsageError
 
 
 def _location(name: str, text: str, offset: int) -> str:
@@ -32,22 +34,31 @@ def _location(name: str, text: str, offset: int) -> str:
 
 def _report_refusal(name: str, text: str, result: FormatResult) -> None:
     if result.errors:
-        click.echo(HloError(result.errors).render(), err=True)
-        click.echo(f"{name}: error: not formatted: fix the errors above first", err=True)
+        # Only the errors to fix: not those that follow from another (a name whose line failed).
+        from hlo.analysis.loading import without_cascades  # lazy: the checker loads only for files with errors
+        report(HloError(without_cascades(result.errors, text)).render())
+        report(f"{name}: error: not formatted: fix the errors above first")
         return
-    click.echo(f"{_location(name, text, result.offset)}: error: cannot format: {result.reason}", err=True)
+    report(f"{_location(name, text, result.offset)}: error: cannot format: {result.reason}")
 
 
 def _format_one(path: str, check: bool, to_stdout: bool) -> bool:
     """Format one file; False if it could not be formatted (or, with check, would change)."""
-    name, text = read_text(path)
+    try:
+        name, text = read_text(path)
+    except HloError as err:   # binary or MLIR: say so and go on with the other files
+        report(err.render())
+        return False
+    except InputUsageError as err:
+        report(f"error: {err}")
+        return False
     result = format_text(text, name)
     if result.text is None:
         _report_refusal(name, text, result)
         return False
     if check:
         if result.text != text:
-            click.echo(f"would reformat {name}", err=True)
+            report(f"would reformat {name}")
             return False
         return True
     if to_stdout or path == "-":
@@ -55,11 +66,12 @@ def _format_one(path: str, check: bool, to_stdout: bool) -> bool:
         sys.stdout.flush()
     elif result.text != text:
         write_atomic(path, result.text)
-        click.echo(f"reformatted {name}", err=True)
+        report(f"reformatted {name}")
     return True
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 @click.argument("files", nargs=-1, required=True)
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file would be reformatted.")
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print formatted text instead of rewriting files.")

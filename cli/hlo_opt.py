@@ -7,13 +7,15 @@ Instrumentation goes to stderr so that stdout (or -o) carries only the result:
 `--time-passes` a table of seconds per pass, `--stats` instruction counts by
 opcode before and after. `--print-changed=structural` prints hlo-diff's structural
 diff instead of a text diff. `--emit dot` writes a Graphviz drawing instead of HLO
-(Graphviz renders it), `--emit html` a self-contained interactive page (hlo.tools.graph_page).
+(Graphviz's `dot` program turns it into a picture; a note says so when it is missing),
+`--emit html` a self-contained interactive page (hlo.tools.graph_page).
 """
 from __future__ import annotations
 
 import collections
 import difflib
 import enum
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from hlo.text.dot import module_to_dot
 from hlo.passes.spmd_stats import collective_stats, format_stats
 from hlo.text.parser import parse_module
 from hlo.tools.diff import pass_change_report
-from hlo_cli.common import UsageError, emit, read_text, tool_main
+from hlo_cli.common import UsageError, did_you_mean, emit, read_text, report, tool_main, version_option
 
 
 class Emit(enum.StrEnum):
@@ -136,8 +138,10 @@ class Printer:
 # --------------------------------------------------------------------------- the command
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("input_file", default="-", metavar="FILE")
-@click.option("-o", "--output", default=None, help="Write the result here (atomically) instead of stdout.")
+@version_option
+@click.argument("input_file", required=False, metavar="FILE")
+@click.option("-o", "--output", default=None, help="Write the result here (atomically; missing folders are "
+              "created) instead of stdout.")
 @click.option("--verify/--no-verify", default=True, show_default=True,
               help="Run the shape checker on the parsed module.")
 @click.option("--passes", "pipeline", default=None, metavar="PIPELINE",
@@ -165,13 +169,14 @@ class Printer:
 @click.option("--computation", default=None, metavar="NAME",
               help="With --emit=dot: the computation to draw (default: the entry).")
 @tool_main
-def main(input_file: str, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
+def main(input_file: str | None, output: str | None, verify: bool, pipeline: str | None, pipeline_name: str | None,
          verify_each: bool, list_passes: bool, print_after_all: bool, print_after: tuple[str, ...],
          print_changed: str | None, time_passes: bool, stats: bool, emit_kind: str, computation: str | None) -> None:
     """Parse FILE ('-' for stdin), check it, run passes and print its canonical text."""
     if list_passes:
         click.echo(_list_passes(), nl=False)
         return
+    input_file = _input_or_stdin(input_file)
     steps_text = _pipeline_text(pipeline, pipeline_name)
     _check_options(steps_text, verify, verify_each, print_after, print_after_all or print_changed or
                    time_passes, emit_kind, computation)
@@ -197,17 +202,39 @@ def emit_output(module, output, input_file, kind: str, computation: str | None, 
         from hlo.codegen import CodegenOptions, compile_assembly, lower_module  # lazy: llvmlite
         options = CodegenOptions(run_pipeline=run_default)
         lowered = lower_module(module, options)
-        emit(lowered.llvm_ir if kind == Emit.LLVM else compile_assembly(lowered, options), output, inputs=[input_file])
+        text = with_target(lowered.llvm_ir, options) if kind == Emit.LLVM else compile_assembly(lowered, options)
+        emit(text, output, inputs=[input_file])
     elif kind == Emit.DOT:
+        if shutil.which("dot") is None:   # said first: a `| dot` that fails closes the pipe early
+            report("note: this is Graphviz text; drawing it (dot -Tsvg > graph.svg) needs Graphviz's 'dot' "
+                   "program, which is not installed (https://graphviz.org/download/, e.g. apt install graphviz); "
+                   "--emit=html writes a page that needs only a browser")
         emit(module_to_dot(module, computation), output, inputs=[input_file])
-        if shutil.which("dot") is None:
-            _err("note: this is Graphviz input; drawing it needs Graphviz ('dot -Tsvg'), which is not installed "
-                 "here. --emit=html writes a page that needs only a browser.\n")
     elif kind == Emit.HTML:
         from hlo.tools.graph_page import graph_page  # lazy: the page's assets load only for --emit=html
         emit(graph_page(module, input_file if input_file != "-" else ""), output, inputs=[input_file])
     else:
         emit(format_module(module), output, inputs=[input_file])
+
+
+def with_target(llvm_ir: str, options) -> str:
+    """The IR as code generation sees it: the target's triple and data layout, not llvmlite's
+    placeholders (`unknown-unknown-unknown`)."""
+    from hlo.codegen.target import create_target_machine, resolved_target  # lazy: llvmlite
+    triple = resolved_target(options)[0]
+    layout = str(create_target_machine(options).target_data)
+    llvm_ir = re.sub(r'^target triple = ".*"$', f'target triple = "{triple}"', llvm_ir, count=1, flags=re.M)
+    return re.sub(r'^target datalayout = ".*"$', f'target datalayout = "{layout}"', llvm_ir, count=1, flags=re.M)
+
+
+def _input_or_stdin(input_file: str | None) -> str:
+    """FILE, or '-' when it is left out and stdin is a pipe; on a terminal it is a usage error
+    (waiting for typed HLO would look like a hang)."""
+    if input_file is not None:
+        return input_file
+    if sys.stdin is None or sys.stdin.isatty():
+        raise click.UsageError("Missing argument 'FILE' (an .hlo file, or '-' to read standard input).")
+    return "-"
 
 
 def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
@@ -216,7 +243,8 @@ def _pipeline_text(passes: str | None, pipeline_name: str | None) -> str | None:
     if pipeline_name is None:
         return passes
     if pipeline_name not in PIPELINE_SPECS:
-        raise UsageError(f"unknown pipeline '{pipeline_name}'; pipelines: {', '.join(sorted(PIPELINE_SPECS))}")
+        raise UsageError(f"unknown pipeline '{pipeline_name}'{did_you_mean(pipeline_name, PIPELINE_SPECS)}; "
+                         f"pipelines: {', '.join(sorted(PIPELINE_SPECS))}")
     return pipeline_text(pipeline_name)
 
 
@@ -228,7 +256,8 @@ def _check_options(pipeline, verify, verify_each, print_after, needs_pipeline, e
     if print_after:
         unknown = [p for p in print_after if p not in available_passes()]
         if unknown:
-            raise UsageError(f"--print-after: unknown pass '{unknown[0]}'; --list-passes shows the passes")
+            raise UsageError(f"--print-after: unknown pass '{unknown[0]}'{did_you_mean(unknown[0], available_passes())}"
+                             "; --list-passes shows the passes")
     if computation is not None and emit_kind != Emit.DOT:
         raise UsageError("--computation selects what --emit=dot draws; add --emit=dot")
 

@@ -24,7 +24,7 @@ import click
 from hlo.tools.backends import available_backends
 from hlo.tools.predicates import CommandPredicate, MismatchPredicate, default_run_command
 from hlo.tools.reduce import NotInteresting, Reducer
-from hlo_cli.common import UsageError, emit, read_text, tool_main
+from hlo_cli.common import UsageError, emit, read_text, tool_main, version_option
 
 
 def _log(message: str) -> None:
@@ -33,6 +33,7 @@ def _log(message: str) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 @click.argument("module_file", metavar="MODULE")
 @click.option("-o", "--output", default=None, help="Write the reduced module here (atomically) instead of stdout.")
 @click.option("--mismatch", default=None, metavar="A,B", help="Interesting when backends A and B disagree.")

@@ -21,7 +21,9 @@ from hlo.runtime import values_io
 from hlo.runtime.mpi import DEFAULT_COLLECTIVE_TIMEOUT
 from hlo.spmd_run import assemble_outputs, partition_module, run_partitioned, shard_inputs
 from hlo_cli import distributed as mpi
-from hlo_cli.common import UsageError, read_text, tool_main, write_atomic
+from hlo_cli import npz_inputs
+from hlo_cli.common import UsageError, did_you_mean, read_text, tool_main, version_option, write_atomic
+from hlo_cli.results import print_results
 
 BACKENDS = ("interpreter", "cpu")
 PLANNED_BACKENDS = ()
@@ -31,10 +33,17 @@ HELP = """Run MODULE (an .hlo file, '-' for stdin) and print its result as HLO l
 
 \b
 Inputs are numpy arrays keyed arg0..argN in entry-parameter order (a tuple-shaped
-parameter takes one key per array leaf), from --inputs FILE.npz and/or
---input arg1=FILE.npy; --random-inputs fills every missing one. Outputs are
-written as out0..outM (tuple results flattened depth-first).
-bf16 and f8 values travel as raw bits (uint16 / uint8 arrays), like the corpus.
+parameter takes one key per array leaf), from --inputs FILE.npz, e.g. written by
+np.savez(FILE, arg0=x, arg1=y), and/or --input arg1=FILE.npy; --random-inputs
+fills every missing one. Outputs are written as out0..outM (tuple results
+flattened depth-first); missing folders of the output path are created.
+bf16 and f8 values travel as raw bits (uint16 / uint8 arrays, x.view(np.uint16));
+ml_dtypes arrays saved with np.save are read too.
+
+\b
+A tuple result prints one array per line (out0: ..., out1: ...); arrays of more
+than 1000 elements print summarised with '...', as numpy prints them (--full
+prints every element).
 
 \b
 With --replicas N x --partitions M > 1 devices (default: the module's
@@ -62,6 +71,7 @@ inputs and writes the outputs, which are those of a run in one process.
 
 
 @click.command(help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 @click.argument("module_file", metavar="MODULE")
 @click.option("--inputs", "inputs_file", metavar="FILE.npz", help="Input arrays keyed arg0..argN.")
 @click.option("--input", "input_items", metavar="KEY=FILE.npy", multiple=True,
@@ -71,6 +81,7 @@ inputs and writes the outputs, which are those of a run in one process.
 @click.option("-o", "--output", metavar="OUT.npz", help="Write the outputs here (atomically).")
 @click.option("--print/--no-print", "print_result", default=True, show_default=True,
               help="Print the result as HLO literal text.")
+@click.option("--full", is_flag=True, help="Print every element of large arrays (default: summarised).")
 @click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter, or cpu (compiled to native code with LLVM; "
               "compiled objects are cached in ~/.cache/hlo-toolchain).")
 @click.option("--replicas", type=click.IntRange(min=1), help="Number of replicas (default: the module's).")
@@ -94,8 +105,9 @@ inputs and writes the outputs, which are those of a run in one process.
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
-         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int],
-         launch_ranks: Optional[int], distributed: bool, collective_timeout: float) -> None:
+         repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], full: bool = False,
+         launch_ranks: Optional[int] = None, distributed: bool = False,
+         collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT) -> None:
     _check_backend(backend)
     if threads is not None and backend != "cpu":
         raise UsageError("--threads needs --backend cpu")
@@ -108,12 +120,12 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
             raise UsageError("--profile is not available under MPI: profile in one process")
         request = _Request(module, name, text, inputs_file, input_items, random_inputs, seed, output, print_result,
                            backend, replicas, partitions, infeed_file, outfeed_file, repeat, threads,
-                           collective_timeout)
+                           collective_timeout, full)
         mpi.run_job(_distributed_job(request))
         return
     if is_sharded(module):
         _run_global(module, module_file, inputs_file, input_items, random_inputs, seed, partitions, backend,
-                    repeat, output, print_result)
+                    repeat, output, print_result, full=full)
         return
     replicas = module.config.replica_count if replicas is None else replicas
     partitions = module.config.num_partitions if partitions is None else partitions
@@ -125,7 +137,7 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
 
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
-                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads)
+                      outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads, full=full)
         return
 
     plans = new_plans()
@@ -153,12 +165,12 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     if outfeed_file:
         _write_npz(outfeed_file, _outfeeds(evaluators), protected + [output])
     if print_result:
-        _print_results(module, evaluators)
+        _print_results(module, evaluators, full)
 
 
 def _run_global(module: Module, module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...],
                 random_inputs: bool, seed: int, partitions: Optional[int], backend: str, repeat: Optional[int],
-                output: Optional[str], print_result: bool) -> None:
+                output: Optional[str], print_result: bool, full: bool = False) -> None:
     """A global sharded program: partition it, run every device, give back global arrays."""
     if backend != "interpreter":
         raise UsageError("a sharded program runs on several devices: use --backend interpreter")
@@ -182,13 +194,12 @@ def _run_global(module: Module, module_file: str, inputs_file: Optional[str], in
     if output:
         _write_npz(output, values_io.output_arrays(value), [module_file, inputs_file] + sources)
     if print_result:
-        sys.stdout.write(values_io.format_value(value, shape) + "\n")
-        sys.stdout.flush()
+        print_results([(None, value)], shape, full)
 
 
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
                   output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
-                  protected: list, threads: Optional[int] = None) -> None:
+                  protected: list, threads: Optional[int] = None, full: bool = False) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import JitExecutable  # lazy: llvmlite, only for --backend cpu
@@ -200,7 +211,8 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
                          f"({module.config.replica_count} x {module.config.num_partitions}); leave out "
                          f"--replicas and --partitions")
     if devices != 1:
-        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads, run_compiled_devices)
+        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads,
+                              run_compiled_devices, full)
         return
     executable = JitExecutable(module, threads=threads)
     args = per_device_args[0]
@@ -220,12 +232,11 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
     if output:
         _write_npz(output, values_io.output_arrays(value), protected)
     if print_result:
-        sys.stdout.write(values_io.format_value(value, shape) + "\n")
-        sys.stdout.flush()
+        print_results([(None, value)], shape, full)
 
 
 def _run_compiled_devices(module: Module, per_device_args: list, output: Optional[str], print_result: bool,
-                          protected: list, threads: Optional[int], run_compiled_devices) -> None:
+                          protected: list, threads: Optional[int], run_compiled_devices, full: bool) -> None:
     """--backend cpu on several devices: one compiled copy per device thread, collectives through the hooks."""
     replicas, partitions = module.config.replica_count, module.config.num_partitions
     leaves = run_compiled_devices(module, per_device_args, replicas=replicas, partitions=partitions, threads=threads)
@@ -235,7 +246,7 @@ def _run_compiled_devices(module: Module, per_device_args: list, output: Optiona
     if output:
         _write_npz(output, _outputs(results), protected)
     if print_result:
-        _print_results(module, results)
+        _print_results(module, results, full)
 
 
 @dataclass
@@ -272,6 +283,7 @@ class _Request:
     repeat: Optional[int]
     threads: Optional[int]
     timeout: float
+    full: bool = False
 
 
 def _distributed_job(r: _Request) -> mpi.Job:
@@ -294,7 +306,7 @@ def _distributed_job(r: _Request) -> mpi.Job:
         if r.outfeed_file:
             _write_npz(r.outfeed_file, _outfeeds(results), protected + [r.output])
         if r.print_result:
-            _print_results(r.module, results)
+            _print_results(r.module, results, r.full)
 
     return _job(r, r.module, replicas, partitions, prepare, finish)
 
@@ -316,8 +328,7 @@ def _distributed_global_job(r: _Request) -> mpi.Job:
         if r.output:
             _write_npz(r.output, values_io.output_arrays(value), [r.name, r.inputs_file])
         if r.print_result:
-            sys.stdout.write(values_io.format_value(value, shape) + "\n")
-            sys.stdout.flush()
+            print_results([(None, value)], shape, r.full)
 
     return _job(r, spmd, 1, n, prepare, finish)
 
@@ -352,16 +363,13 @@ def _check_backend(backend: str) -> None:
         return
     if backend in PLANNED_BACKENDS:
         raise UsageError(f"backend '{backend}' is not available yet; use --backend interpreter")
-    raise UsageError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+    raise UsageError(f"unknown backend '{backend}'{did_you_mean(backend, BACKENDS)}; available: {', '.join(BACKENDS)}")
 
 
 # --------------------------------------------------------------------------- inputs
 
 def _load(path: str) -> dict[str, np.ndarray]:
-    try:
-        return values_io.load_arrays(path)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    return npz_inputs.load_arrays(path)
 
 
 def _gather_inputs(inputs_file: Optional[str], items: tuple[str, ...]) -> tuple[dict, list[str]]:
@@ -378,16 +386,14 @@ def _gather_inputs(inputs_file: Optional[str], items: tuple[str, ...]) -> tuple[
         if not sep or not key or not path:
             raise UsageError(f"--input {item!r}: expected KEY=FILE.npy, e.g. arg0=x.npy")
         key = f"arg{key}" if key.isdigit() else key
-        try:
-            given[key] = values_io.load_array(path)
-        except ValueError as exc:
-            raise UsageError(f"--input {item}: {exc}") from None
+        given[key] = npz_inputs.load_array(path)
         sources.append(path)
     return given, sources
 
 
 def _arguments(module: Module, given: dict, devices: int, random_inputs: bool, seed: int) -> list[list]:
     """One argument list per device, checked against the entry parameters."""
+    npz_inputs.check_inputs(module, given)
     entry = module.entry
     params = entry.parameters
     shapes = [p.shape for p in params]
@@ -499,14 +505,10 @@ def _write_npz(path: str, arrays: dict, protected: list) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _print_results(module: Module, evaluators) -> None:
-    shape = module.entry.root.shape
-    out = sys.stdout
-    for d, ev in enumerate(evaluators):
-        if len(evaluators) > 1:
-            out.write(f"device {d} (replica {ev.device.replica_id}, partition {ev.device.partition_id}):\n")
-        out.write(values_io.format_value(ev.result, shape) + "\n")
-    out.flush()
+def _print_results(module: Module, evaluators, full: bool) -> None:
+    headings = [f"device {d} (replica {ev.device.replica_id}, partition {ev.device.partition_id}):"
+                if len(evaluators) > 1 else None for d, ev in enumerate(evaluators)]
+    print_results([(h, ev.result) for h, ev in zip(headings, evaluators)], module.entry.root.shape, full)
 
 
 def _profile_table(evaluators) -> str:

@@ -36,7 +36,7 @@ from .options import CodegenOptions, LoweredModule
 from .target import compile_object
 
 __all__ = ["AotArtifacts", "compile_aot", "generate_header", "is_c_identifier", "c_element_type",
-           "to_physical_bytes", "from_physical_bytes", "physical_dims"]
+           "to_physical_bytes", "from_physical_bytes", "physical_dims", "layout_in_words"]
 
 ALIGNMENT = 64
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -123,13 +123,15 @@ def _int_list(values) -> str:
 
 
 def _buffer_block(name: str, kind: str, index: int, shape: Shape) -> list[str]:
-    """Constants describing one argument or result buffer."""
+    """Constants describing one argument or result buffer, its layout in words and its index helper."""
     p = f"{name}_{kind}{index}"
     rank = shape.rank
     dims = list(shape.dims) if rank else [1]
     m2m = list(shape.minor_to_major()) if rank else [0]
     return [
-        f"/* {kind} {index}: {shape} */",
+        f"/* {kind} {index}: {shape}",
+        *[f"   {line}" for line in layout_in_words(shape, f"{p}_index")],
+        "*/",
         f"typedef {c_element_type(shape)} {p}_t;" + ("  /* two per element: real, imaginary */"
                                                     if _scalars_per_element(shape) == 2 else ""),
         f"#define {p}_type \"{shape.element_type.name}\"",
@@ -140,8 +142,50 @@ def _buffer_block(name: str, kind: str, index: int, shape: Shape) -> list[str]:
         f"static const int64_t {p}_dims[{len(dims)}] = {{{_int_list(dims)}}};" + ("  /* rank 0: placeholder */"
                                                                                   if not rank else ""),
         f"static const int64_t {p}_minor_to_major[{len(m2m)}] = {{{_int_list(m2m)}}};",
+        _index_function(p, shape),
         "",
     ]
+
+
+def _strides(shape: Shape) -> list[int]:
+    """Elements between neighbours along each logical dimension of the buffer."""
+    strides, step = [0] * shape.rank, 1
+    for d in shape.minor_to_major():
+        strides[d] = step
+        step *= shape.dims[d]
+    return strides
+
+
+def _offset_formula(shape: Shape) -> str:
+    by_stride = sorted(enumerate(_strides(shape)), key=lambda ds: -ds[1])
+    return " + ".join(f"i{d}" if stride == 1 else f"{stride}*i{d}" for d, stride in by_stride)
+
+
+def layout_in_words(shape: Shape, helper: str) -> list[str]:
+    """Where element (i0, i1, ...) of a buffer lies, said plainly (for the header's comments)."""
+    if shape.rank == 0:
+        return ["one element."]
+    m2m = list(shape.minor_to_major())
+    indices = ", ".join(f"i{d}" for d in range(shape.rank))
+    if shape.rank == 1:
+        order = "one dimension, contiguous;"
+    elif m2m == list(reversed(range(shape.rank))):
+        order = "row-major (C order): the last dimension varies fastest;"
+    elif m2m == list(range(shape.rank)):
+        order = "COLUMN-MAJOR (Fortran order, not C's): the first dimension varies fastest;"
+    else:
+        order = ("dimension " + ", then ".join(str(d) for d in m2m) + " (fastest varying first), "
+                 "neither row- nor column-major;")
+    return [order, f"element ({indices}) is at {_offset_formula(shape)}: {helper}({indices})."]
+
+
+def _index_function(p: str, shape: Shape) -> str:
+    """`P_index(i0, i1, ...)`: the position of an element in the buffer, in elements (a macro:
+    the header stays C89)."""
+    params = ", ".join(f"i{d}" for d in range(shape.rank))
+    by_stride = sorted(enumerate(_strides(shape)), key=lambda ds: -ds[1])
+    body = " + ".join(f"(size_t)(i{d})" + (f" * {stride}" if stride != 1 else "") for d, stride in by_stride)
+    return f"#define {p}_index({params}) ({body or '(size_t)0'})"
 
 
 def _count(shape: Shape) -> int:
@@ -164,7 +208,10 @@ _HEADER_COMMENT = """\
 
    Layout: every buffer is dense, its elements in the physical order of its layout: the
    dimension listed last in {name}_<buf>_minor_to_major varies slowest. For the default
-   layouts ({{1,0}}, {{2,1,0}}, ...) that is C row-major order over {name}_<buf>_dims.
+   layouts ({{1,0}}, {{2,1,0}}, ...) that is C row-major order over {name}_<buf>_dims; other
+   layouts are not (JAX's gradients often come back column-major, {{0,1}}). Each buffer's
+   comment below says its order in words, and {name}_<buf>_index(i0, i1, ...) gives the
+   position of element (i0, i1, ...) in its buffer, counted in elements.
    Element types C lacks travel as raw bits (bf16/f16 as uint16_t, f8 as uint8_t, sub-byte
    integers one per byte); complex elements are (real, imaginary) pairs. pred is one byte
    (0 or 1). Buffers should be 64-byte aligned. The object needs only libc and libm

@@ -12,6 +12,7 @@ invalid module is reported by name with the checker's message.
 """
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from dataclasses import dataclass, field
@@ -77,7 +78,9 @@ def parse_pipeline(text: str) -> list[PipelineStep]:
             elif tok in passes:
                 steps.append(tok)
             else:
-                raise _pipeline_error(text, f"unknown pass '{tok}'; --list-passes shows the passes")
+                close = difflib.get_close_matches(tok, list(passes), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise _pipeline_error(text, f"unknown pass '{tok}'{hint}; --list-passes shows the passes")
         if closing:
             raise _pipeline_error(text, "missing ')'")
         return steps

@@ -114,7 +114,7 @@ def test_a_bad_byte_is_located_with_a_caret(tmp_path):
     assert lines[2].index("^") == lines[1].index("\ufffd")
 
 
-@pytest.mark.parametrize("where", ["missing-dir/out.hlo", "."])
+@pytest.mark.parametrize("where", ["m.hlo/out.hlo", "."])   # a file in the way of a folder; a folder
 def test_an_unwritable_output_is_a_user_error(tmp_path, where):
     src = tmp_path / "m.hlo"
     src.write_text(VALID)

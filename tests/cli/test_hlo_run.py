@@ -347,7 +347,7 @@ def test_random_inputs_fill_only_what_is_missing(tmp_path, add_module):
 
 def test_unwritable_output_is_a_user_error(tmp_path, add_module):
     path, inputs = add_module
-    for target in (tmp_path / "no" / "such" / "folder" / "out.npz", tmp_path):
+    for target in (tmp_path / "in.npz" / "folder" / "out.npz", tmp_path):   # a file where a folder should be
         result = invoke([path, "--inputs", inputs, "--output", target])
         assert result.exit_code == 1, result.output
         assert f"cannot write {target}" in result.stderr
@@ -361,7 +361,7 @@ ENTRY e {
   ROOT o = token[] outfeed(c, tok), outfeed_shape=f32[]
 }
 """)
-    result = invoke([feed, "--outfeed", tmp_path / "missing" / "of.npz"])
+    result = invoke([feed, "--outfeed", tmp_path / "in.npz" / "of.npz"])
     assert result.exit_code == 1 and "cannot write" in result.stderr
 
 
