@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from dataclasses import dataclass
 from typing import Optional
 
 import click
@@ -11,12 +13,15 @@ import numpy as np
 from hlo.analysis.loading import load_module
 from hlo.diagnostics import error
 from hlo.runtime import resources, values_io
+from hlo.runtime.mpi import DEFAULT_COLLECTIVE_TIMEOUT
 from hlo.interpreter import new_plans, run_devices
+from hlo.interpreter.collectives import CollectiveContext
 from hlo.ir import Module
 from hlo.passes.sharding_propagation import is_sharded
 from hlo.passes.spmd_partitioner import device_count
 from hlo.progress import Progress
-from hlo.spmd_run import run_partitioned
+from hlo.spmd_run import assemble_outputs, partition_module, run_partitioned, shard_inputs
+from hlo_cli import distributed as mpi
 from hlo_cli import npz_inputs
 from hlo_cli.common import UsageError, did_you_mean, read_text, tool_main, version_option, write_atomic
 from hlo_cli.results import print_results
@@ -58,6 +63,11 @@ A sharded program as jax.jit writes it (sharding= or Shardy attributes, shard_ma
 regions; not yet partitioned) is partitioned first and runs on its devices (the
 count from --partitions, else the module's mesh or shardings), taking and giving
 global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
+
+\b
+Under MPI (mpiexec -n N hlo-run ..., or hlo-run --launch N ...) every rank runs
+its share of the devices (device d on rank d // (devices / N)); rank 0 reads the
+inputs and writes the outputs, which are those of a run in one process.
 """
 
 
@@ -92,12 +102,21 @@ global arrays: arg0..argN and out0..outM are whole arrays, as in jax.
               "taking over a second).")
 @click.option("--max-memory", metavar="SIZE", help="Refuse, at its instruction, any array or buffer larger than "
               "SIZE (e.g. 512M, 4G; default: the memory available).")
+@click.option("--launch", "launch_ranks", type=click.IntRange(min=1), metavar="N",
+              help="Start N MPI ranks (mpiexec) on this command; see docs/DISTRIBUTED.md.")
+@click.option("--distributed", is_flag=True,
+              help="Run as one rank of an MPI job (the default when started by mpiexec with several ranks).")
+@click.option("--collective-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              default=DEFAULT_COLLECTIVE_TIMEOUT, show_default=True,
+              help="Give up on a collective whose other devices have not come after this long.")
 @tool_main
 def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, ...], random_inputs: bool,
          seed: int, output: Optional[str], print_result: bool, backend: str, replicas: Optional[int],
          partitions: Optional[int], infeed_file: Optional[str], outfeed_file: Optional[str],
          repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], time_compile: bool,
-         quiet: bool, max_memory: Optional[str], full: bool = False) -> None:
+         quiet: bool, max_memory: Optional[str], full: bool = False,
+         launch_ranks: Optional[int] = None, distributed: bool = False,
+         collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT) -> None:
     _check_backend(backend)
     if max_memory is not None:
         try:
@@ -106,9 +125,19 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
             raise UsageError(f"--max-memory: {exc}") from None
     if (threads is not None or time_compile) and backend != "cpu":
         raise UsageError("--threads and --time-compile need --backend cpu")
+    if launch_ranks is not None:
+        sys.exit(mpi.launch(launch_ranks, sys.argv[1:]))
     name, text = read_text(module_file)
     with Progress("loading", quiet=quiet) as progress:
         module = load_module(text, name, verify=verify, progress=progress)
+    if distributed or mpi.launched_by_mpi():
+        if profile:
+            raise UsageError("--profile is not available under MPI: profile in one process")
+        request = _Request(module, name, text, inputs_file, input_items, random_inputs, seed, output, print_result,
+                           backend, replicas, partitions, infeed_file, outfeed_file, repeat, threads,
+                           collective_timeout, full)
+        mpi.run_job(_distributed_job(request))
+        return
     if is_sharded(module):
         _run_global(module, module_file, inputs_file, input_items, random_inputs, seed, partitions, backend,
                     repeat, output, print_result, full=full)
@@ -130,8 +159,9 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     plans = new_plans()
 
     def run_once(with_profile: bool = False):
+        context = CollectiveContext(replicas, partitions, collective_timeout)
         return run_devices(module, per_device_args, replicas=replicas, partitions=partitions, seed=seed,
-                           per_device_infeed=infeeds, profile=with_profile, plans=plans)
+                           per_device_infeed=infeeds, profile=with_profile, plans=plans, context=context)
 
     evaluators = run_once(profile)
     if repeat:
@@ -190,12 +220,21 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import CodegenOptions, JitExecutable, ProgressBar  # lazy: llvmlite, only for --backend cpu
-    from hlo.codegen.profiling import format_profile  # lazy: with the line above
-    if devices != 1:
-        raise UsageError("--backend cpu runs a single device; use --backend interpreter for "
-                         f"{devices} devices")
+    from hlo.codegen.collective_runtime import run_compiled_devices  # lazy: llvmlite, as above
+    from hlo.codegen.profiling import format_profile  # lazy: with the lines above
     if outfeed_file or infeeds:
         raise UsageError("--infeed and --outfeed need --backend interpreter")
+    if devices != module.config.replica_count * module.config.num_partitions:
+        raise UsageError(f"--backend cpu runs the module's replica_count x num_partitions devices "
+                         f"({module.config.replica_count} x {module.config.num_partitions}); leave out "
+                         f"--replicas and --partitions")
+    if devices != 1:
+        if profile:
+            raise UsageError("--backend cpu --profile profiles one device; use --backend interpreter for "
+                             f"{devices} devices")
+        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads,
+                              run_compiled_devices, full)
+        return
     executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads,
                                progress=None if quiet else ProgressBar())
     if time_compile:
@@ -223,6 +262,123 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
         _write_npz(output, values_io.output_arrays(value), protected)
     if print_result:
         print_results([(None, value)], shape, full)
+
+
+def _run_compiled_devices(module: Module, per_device_args: list, output: Optional[str], print_result: bool,
+                          protected: list, threads: Optional[int], run_compiled_devices, full: bool) -> None:
+    """--backend cpu on several devices: one compiled copy per device thread, collectives through the hooks."""
+    replicas, partitions = module.config.replica_count, module.config.num_partitions
+    leaves = run_compiled_devices(module, per_device_args, replicas=replicas, partitions=partitions, threads=threads)
+    shape = module.entry.root.shape
+    results = [_DeviceValue(_rebuild(shape, iter(device)), d // partitions, d % partitions)
+               for d, device in enumerate(leaves)]
+    if output:
+        _write_npz(output, _outputs(results), protected)
+    if print_result:
+        _print_results(module, results, full)
+
+
+@dataclass
+class _DeviceValue:
+    """One device's result, shaped for the output helpers (as an Evaluator is)."""
+    result: object
+    replica_id: int
+    partition_id: int
+
+    @property
+    def device(self):
+        return self
+
+
+# --------------------------------------------------------------------------- under MPI
+
+@dataclass
+class _Request:
+    """An hlo-run command line, as a distributed run needs it."""
+    module: Module
+    name: str
+    text: str
+    inputs_file: Optional[str]
+    input_items: tuple[str, ...]
+    random_inputs: bool
+    seed: int
+    output: Optional[str]
+    print_result: bool
+    backend: str
+    replicas: Optional[int]
+    partitions: Optional[int]
+    infeed_file: Optional[str]
+    outfeed_file: Optional[str]
+    repeat: Optional[int]
+    threads: Optional[int]
+    timeout: float
+    full: bool = False
+
+
+def _distributed_job(r: _Request) -> mpi.Job:
+    """hlo-run's inputs and outputs around a run over MPI ranks (hlo_cli.distributed)."""
+    if is_sharded(r.module):
+        return _distributed_global_job(r)
+    replicas = r.module.config.replica_count if r.replicas is None else r.replicas
+    partitions = r.module.config.num_partitions if r.partitions is None else r.partitions
+    devices = replicas * partitions
+
+    def prepare():
+        given, _ = _gather_inputs(r.inputs_file, r.input_items)
+        return _arguments(r.module, given, devices, r.random_inputs, r.seed), _infeeds(r.infeed_file, devices)
+
+    def finish(results, timings):
+        _report_timing(r, timings)
+        protected = [r.name, r.inputs_file, r.infeed_file] + [i.partition("=")[2] for i in r.input_items]
+        if r.output:
+            _write_npz(r.output, _outputs(results), protected)
+        if r.outfeed_file:
+            _write_npz(r.outfeed_file, _outfeeds(results), protected + [r.output])
+        if r.print_result:
+            _print_results(r.module, results, r.full)
+
+    return _job(r, r.module, replicas, partitions, prepare, finish)
+
+
+def _distributed_global_job(r: _Request) -> mpi.Job:
+    """A sharded global program: every rank partitions it; global arrays in and out on rank 0."""
+    spmd, n, ctx = partition_module(r.module, r.partitions)
+
+    def prepare():
+        given, _ = _gather_inputs(r.inputs_file, r.input_items)
+        args = _arguments(r.module, given, 1, r.random_inputs, r.seed)[0]
+        return shard_inputs(spmd, args, n), None
+
+    def finish(results, timings):
+        _report_timing(r, timings)
+        shape = ctx.module.entry.root.shape
+        value = assemble_outputs(spmd, [x.result for x in results], n, shape)
+        value = tuple(value) if shape.is_tuple else value
+        if r.output:
+            _write_npz(r.output, values_io.output_arrays(value), [r.name, r.inputs_file])
+        if r.print_result:
+            print_results([(None, value)], shape, r.full)
+
+    return _job(r, spmd, 1, n, prepare, finish)
+
+
+def _job(r: _Request, module: Module, replicas: int, partitions: int, prepare, finish) -> mpi.Job:
+    options = {"backend": r.backend, "replicas": replicas, "partitions": partitions, "seed": r.seed,
+               "collective-timeout": r.timeout, "random-inputs": r.random_inputs, "time": r.repeat}
+    job = mpi.Job(module, r.text, r.name, replicas, partitions, options, r.timeout, prepare, finish,
+                  seed=r.seed, repeat=r.repeat)
+    if r.backend == "cpu":
+        if (replicas, partitions) != (module.config.replica_count, module.config.num_partitions):
+            raise UsageError("--backend cpu runs the module's replica_count x num_partitions devices; "
+                             "leave out --replicas and --partitions")
+        job.run_local = mpi.compiled_runner(r.threads)
+    return job
+
+
+def _report_timing(r: _Request, timings: list[float]) -> None:
+    if r.repeat and timings:
+        click.echo(f"time: median {statistics.median(timings) * 1e3:.3f} ms over {r.repeat} run(s) on rank 0 "
+                   f"(min {min(timings) * 1e3:.3f} ms)", err=True)
 
 
 def _rebuild(shape, leaves):

@@ -97,6 +97,12 @@ def run_spmd(spmd: Module, inputs: Sequence[np.ndarray], n: int, seed: int = 0, 
     """Run an already partitioned module (parameters and root carry their shardings).
 
     result_shape: the global result shape (needed to trim uneven blocks; else tiles x local)."""
+    evaluators = run_devices(spmd, shard_inputs(spmd, inputs, n), partitions=n, seed=seed)
+    return assemble_outputs(spmd, [ev.result for ev in evaluators], n, result_shape)
+
+
+def shard_inputs(spmd: Module, inputs: Sequence[np.ndarray], n: int) -> list[list[np.ndarray]]:
+    """Each device's argument list: its block of every global input."""
     params = spmd.entry.parameters
     if len(params) != len(inputs):
         raise ValueError(f"the module takes {len(params)} inputs, {len(inputs)} given")
@@ -105,8 +111,11 @@ def run_spmd(spmd: Module, inputs: Sequence[np.ndarray], n: int, seed: int = 0, 
         x = np.asarray(x, dtype=p.shape.element_type.dtype)
         for d, block in enumerate(shard_array(x, sharding_of(p), n)):
             per_device[d].append(block)
-    evaluators = run_devices(spmd, per_device, partitions=n, seed=seed)
-    results = [ev.result for ev in evaluators]
+    return per_device
+
+
+def assemble_outputs(spmd: Module, results: Sequence, n: int, result_shape=None):
+    """The global outputs from every device's result (a list for a tuple root, else one array)."""
     root = spmd.entry.root
     s = sharding_of(root)
     if root.shape.is_tuple:
@@ -127,4 +136,5 @@ def _global_dims(local_dims, s) -> list[int]:
 
 
 __all__ = ["run_global", "run_partitioned", "run_spmd", "partition_module", "shard_array", "unshard_array",
+           "shard_inputs", "assemble_outputs",
            "is_sharded", "collective_stats"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -286,6 +287,14 @@ class {name}_Class {{
 #endif  /* __cplusplus */"""
 
 
+def collectives_block(name: str) -> str:
+    """The hook table a module with collectives calls (hlo/runtime/c/hlo_collectives.h, inlined)."""
+    types = (Path(__file__).resolve().parent.parent / "runtime" / "c" / "hlo_collectives.h").read_text()
+    return (f"/* Collectives: set {name}_collectives before calling {name}; hlo_collectives_mpi.c (shipped\n"
+            f"   with the toolchain, see docs/DISTRIBUTED.md) fills a table on MPI. */\n{types}\n"
+            f"extern hlo_collectives_table* {name}_collectives;")
+
+
 def generate_header(lowered: LoweredModule, name: str) -> str:
     """The C header (with a C++ wrapper class) for the object that defines `name`."""
     guard = f"HLO_AOT_{name.upper()}_H_"
@@ -295,6 +304,7 @@ def generate_header(lowered: LoweredModule, name: str) -> str:
              "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
              f"void {name}(void** args, void** results, void* temp);", "",
              _THREADS_BLOCK.format(name=name, parts=MAX_THREADS), "",
+             *([collectives_block(name), ""] if f"{name}_collectives" in lowered.llvm_ir else []),
              *([link_comment(name), ""] if lowered.libraries else []),
              f"#define {name}_NUM_ARGS {len(lowered.params)}",
              f"#define {name}_NUM_RESULTS {len(lowered.results)}",

@@ -11,7 +11,7 @@ from .compile_report import CompileStats
 from .driver import DriverLowering
 from .emitters import expander_passes
 from .lapack_calls import libraries_for
-from . import tridiagonal_solve  # noqa: F401 (registers its custom-call target)
+from . import collectives, tridiagonal_solve  # noqa: F401 (register collective emitters, a custom-call target)
 from .options import CodegenOptions, LoweredModule
 from .target import register_file
 from .types import check_shape_supported

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from dataclasses import dataclass
 import threading
 import time
 from types import MappingProxyType
@@ -162,6 +163,22 @@ class _Contribution:
 Combine = Callable[[list], list]   # member contributions (group order) -> member results
 
 
+@dataclass(frozen=True)
+class Meeting:
+    """One collective call as every member sees it.
+
+    key:     identifies the call: (kind, channel_id, members, how many times before);
+    members: flattened device ids, in group order;
+    combine: every member's operands (group order) -> every member's results;
+    fold:    for an all-reduce of one array: the combiner whose element-wise fold in group
+             order gives every member's result, so a transport may fold in pieces."""
+    key: tuple
+    label: str
+    members: tuple[int, ...]
+    combine: Combine
+    fold: Any = None
+
+
 class CollectiveContext:
     """The shared state of every device of one simulated execution."""
 
@@ -215,33 +232,47 @@ class CollectiveContext:
 
     # -- the meeting itself
 
-    def exchange(self, key: tuple, label: str, members: tuple[int, ...], me: int,
-                 contribution: _Contribution, combine: Combine) -> Any:
-        """Contribute, wait for every member, return this member's result."""
-        if len(members) == 1:
-            return self._combine_checked(label, members, [contribution], combine)[0]
+    def exchange(self, meeting: "Meeting", me: int, contribution: _Contribution) -> Any:
+        """Contribute, wait for every member, return this member's result.
+
+        The members this context holds (`local_members`: all of them here, those of this
+        process under MPI) meet at a rendezvous; the last to arrive finishes the meeting
+        for all of them (`_finish`)."""
+        local = self.local_members(meeting.members)
+        if len(local) == 1:
+            return self._finish(meeting, local, [contribution])[0]
+        label = meeting.label
         with self._cond:
             self._raise_if_aborted(label)
-            rendezvous = self._pending.get(key)
+            rendezvous = self._pending.get(meeting.key)
             if rendezvous is None:
-                rendezvous = self._pending[key] = _Rendezvous(label, members)
+                rendezvous = self._pending[meeting.key] = _Rendezvous(label, local)
             if rendezvous.abandoned:
                 raise ValueError(f"{label}: {self.describe(me)} arrived after the other devices "
                                  f"had given up waiting (after {self.timeout:g} s)")
             rendezvous.contributions[me] = contribution
-            is_last = len(rendezvous.contributions) == len(members)
+            is_last = len(rendezvous.contributions) == len(local)
             if is_last:
                 rendezvous.all_arrived = True
-                del self._pending[key]
+                del self._pending[meeting.key]
             else:
                 self._await(rendezvous)
         if is_last:
-            self._complete(rendezvous, combine)
+            self._complete(rendezvous, meeting)
         if rendezvous.error is not None:
             if is_last:     # the member that computed re-raises the original exception
                 raise rendezvous.error
             raise ValueError(f"{label} failed: {rendezvous.error}")
-        return rendezvous.results[members.index(me)]
+        return rendezvous.results[local.index(me)]
+
+    def local_members(self, members: tuple[int, ...]) -> tuple[int, ...]:
+        """The members whose devices run in this process (every device, for threads)."""
+        return members
+
+    def _finish(self, meeting: "Meeting", local: tuple[int, ...], contributions: list) -> list:
+        """The results of the local members (in `local` order) from their contributions."""
+        self._check_agreement(meeting.label, local, contributions)
+        return meeting.combine([c.arrays for c in contributions])
 
     def _raise_if_aborted(self, label: str) -> None:
         if self._abort_reason is not None:
@@ -272,12 +303,12 @@ class CollectiveContext:
     def _missing(self, rendezvous: _Rendezvous) -> str:
         return self.describe_all(m for m in rendezvous.members if m not in rendezvous.contributions)
 
-    def _complete(self, rendezvous: _Rendezvous, combine: Combine) -> None:
+    def _complete(self, rendezvous: _Rendezvous, meeting: "Meeting") -> None:
         """Compute every member's result outside the lock, then wake the members."""
         contributions = [rendezvous.contributions[m] for m in rendezvous.members]
         results, error = None, None
         try:
-            results = self._combine_checked(rendezvous.label, rendezvous.members, contributions, combine)
+            results = self._finish(meeting, rendezvous.members, contributions)
         except BaseException as exc:   # every member must learn of the failure, whatever it is
             error = exc
         with self._cond:
@@ -285,11 +316,6 @@ class CollectiveContext:
             rendezvous.done = True
             rendezvous.contributions.clear()    # drop references to the operands early
             self._cond.notify_all()
-
-    def _combine_checked(self, label: str, members: tuple[int, ...], contributions: list,
-                         combine: Combine) -> list:
-        self._check_agreement(label, members, contributions)
-        return combine([c.arrays for c in contributions])
 
     def _check_agreement(self, label: str, members: tuple[int, ...], contributions: list) -> None:
         """Members of one collective must run the same instruction on same-shaped operands."""
@@ -326,6 +352,7 @@ class DeviceView:
         self.partition_id = partition_id
         self.flat_id = replica_id * context.num_partitions + partition_id
         self._call_counts: dict[tuple, int] = {}
+        self.instruction = ""       # the instruction calling (for messages), set by `at`
 
     def __repr__(self) -> str:
         return f"DeviceView({self.context.describe(self.flat_id)})"
@@ -350,17 +377,23 @@ class DeviceView:
                              f"replica_groups {_as_id_groups(groups)} ({mode.value} mode)")
         return group
 
+    def at(self, inst) -> "DeviceView":
+        """Name the instruction about to call a collective (for messages); returns self."""
+        self.instruction = f"%{inst.name}"
+        return self
+
     def _meet(self, kind: str, channel_id: Optional[int], members: tuple[int, ...],
-              signature: tuple, arrays: Sequence[np.ndarray], combine: Combine) -> Any:
+              signature: tuple, arrays: Sequence[np.ndarray], combine: Combine, fold=None) -> Any:
         base = (kind, channel_id, members)
         call_number = self._call_counts.get(base, 0)
         self._call_counts[base] = call_number + 1
         channel = "" if channel_id is None else f" channel_id={channel_id}"
-        label = (f"collective {kind}{channel} (call #{call_number + 1} over devices "
+        name = f" {self.instruction}" if self.instruction else ""
+        label = (f"collective {kind}{name}{channel} (call #{call_number + 1} over devices "
                  f"{self.context.describe_all(members)})")
         arrays = tuple(np.asarray(a) for a in arrays)
-        return self.context.exchange(base + (call_number,), label, members, self.flat_id,
-                                     _Contribution(signature, arrays), combine)
+        meeting = Meeting(base + (call_number,), label, members, combine, fold)
+        return self.context.exchange(meeting, self.flat_id, _Contribution(signature, arrays))
 
     # -- the collectives
 
@@ -373,8 +406,9 @@ class DeviceView:
         def combine(per_member):
             return _shared_result(_fold(per_member, combiner, "all-reduce"), len(per_member))
 
+        fold = combiner if len(operands) == 1 else None
         return self._meet("all-reduce", channel_id, members, (("operands", len(operands)),),
-                          operands, combine)
+                          operands, combine, fold)
 
     def all_gather(self, operands: Sequence[np.ndarray], dimension: int, groups: Any,
                    channel_id: Optional[int], use_global_device_ids: bool) -> list[np.ndarray]:
@@ -487,11 +521,16 @@ def _shared_result(arrays: list[np.ndarray], n: int) -> list[list[np.ndarray]]:
 
 
 def _fold(per_member: list[tuple[np.ndarray, ...]], combiner, kind: str) -> list[np.ndarray]:
-    """acc = v[m0]; acc = f(acc, v[m1]); ... operand-wise, all operands at once (variadic)."""
+    """acc = v[m0]; acc = f(acc, v[m1]); ... in group order, for each operand (a binary f), or
+    for all operands at once (an f of 2 x operands parameters)."""
     acc = list(per_member[0])
     count = len(acc)
     for values in per_member[1:]:
-        out = combiner(*acc, *values)
+        if count > 1 and getattr(combiner, "num_params", 2 * count) == 2:
+            # a variadic all-reduce applies its binary to_apply to each operand separately
+            out = [combiner(a, v)[0] for a, v in zip(acc, values)]
+        else:
+            out = combiner(*acc, *values)
         if len(out) != count:
             raise ValueError(f"{kind}: the reduction computation returned {len(out)} values "
                              f"for {count} operands")
@@ -665,14 +704,14 @@ def _collective_start_value(shape: Shape, operands: Sequence, results: Sequence)
 @HANDLERS.register(Op.ALL_REDUCE, Op.ALL_REDUCE_START)
 def run_all_reduce(ev, inst, ops):
     groups, channel, global_ids = _collective_args(inst)
-    results = ev.device.all_reduce(list(ops), groups, channel, global_ids, ev.combiner(inst.attrs["to_apply"]))
+    results = ev.device.at(inst).all_reduce(list(ops), groups, channel, global_ids, ev.combiner(inst.attrs["to_apply"]))
     return tuple(results) if len(ops) > 1 or inst.shape.is_tuple else results[0]
 
 
 @HANDLERS.register(Op.ALL_GATHER, Op.ALL_GATHER_START)
 def run_all_gather(ev, inst, ops):
     groups, channel, global_ids = _collective_args(inst)
-    results = ev.device.all_gather(list(ops), inst.attrs["dimensions"][0], groups, channel, global_ids)
+    results = ev.device.at(inst).all_gather(list(ops), inst.attrs["dimensions"][0], groups, channel, global_ids)
     if inst.opcode == Op.ALL_GATHER_START:
         return _collective_start_value(inst.shape, ops, results)
     return tuple(results) if inst.shape.is_tuple else results[0]
@@ -681,7 +720,7 @@ def run_all_gather(ev, inst, ops):
 @HANDLERS.register(Op.REDUCE_SCATTER)
 def run_reduce_scatter(ev, inst, ops):
     groups, channel, global_ids = _collective_args(inst)
-    results = ev.device.reduce_scatter(list(ops), inst.attrs["dimensions"][0], groups, channel,
+    results = ev.device.at(inst).reduce_scatter(list(ops), inst.attrs["dimensions"][0], groups, channel,
                                        global_ids, ev.combiner(inst.attrs["to_apply"]))
     return tuple(results) if inst.shape.is_tuple else results[0]
 
@@ -691,20 +730,20 @@ def run_all_to_all(ev, inst, ops):
     groups, channel, _ = _collective_args(inst)
     dims = inst.attrs.get("dimensions")
     split = dims[0] if dims else None
-    results = ev.device.all_to_all(list(ops), split, groups, channel)
+    results = ev.device.at(inst).all_to_all(list(ops), split, groups, channel)
     return tuple(results) if inst.shape.is_tuple else results[0]
 
 
 @HANDLERS.register(Op.RAGGED_ALL_TO_ALL)
 def run_ragged_all_to_all(ev, inst, ops):
     groups, channel, _ = _collective_args(inst)
-    return ev.device.ragged_all_to_all(*ops, groups, channel)
+    return ev.device.at(inst).ragged_all_to_all(*ops, groups, channel)
 
 
 @HANDLERS.register(Op.COLLECTIVE_BROADCAST)
 def run_collective_broadcast(ev, inst, ops):
     groups, channel, _ = _collective_args(inst)
-    results = ev.device.collective_broadcast(list(ops), groups, channel)
+    results = ev.device.at(inst).collective_broadcast(list(ops), groups, channel)
     return tuple(results) if inst.shape.is_tuple else results[0]
 
 
@@ -716,9 +755,9 @@ def run_collective_permute(ev, inst, ops):
     pairs = [tuple(p) for p in inst.attrs["source_target_pairs"]]
     channel = inst.attrs.get("channel_id")
     if len(ops) == 1:
-        results = [ev.device.collective_permute(ops[0], pairs, channel)]
+        results = [ev.device.at(inst).collective_permute(ops[0], pairs, channel)]
     else:  # the combined form: one exchange for every operand
-        results = list(ev.device.collective_permute(list(ops), pairs, channel))
+        results = list(ev.device.at(inst).collective_permute(list(ops), pairs, channel))
     if inst.opcode == Op.COLLECTIVE_PERMUTE_START:
         return _collective_start_value(inst.shape, ops, results)
     return tuple(results) if len(ops) > 1 else results[0]

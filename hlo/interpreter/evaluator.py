@@ -239,25 +239,32 @@ class Evaluator:
 def run_devices(module: Module, per_device_args: Sequence[Sequence[Value]], *, replicas: int = 1,
                 partitions: int = 1, seed: int = 0, infeed: Iterable = (),
                 per_device_infeed: Optional[Sequence[Iterable]] = None,
-                profile: bool = False, plans: Optional[Plans] = None) -> list[Evaluator]:
+                profile: bool = False, plans: Optional[Plans] = None,
+                context: Optional[CollectiveContext] = None,
+                devices: Optional[Sequence[int]] = None) -> list[Evaluator]:
     """Run the entry computation on replicas x partitions devices, one thread each.
 
     Device d is replica d // partitions, partition d % partitions. Returns the
     device evaluators; `ev.result` holds each device's value and `ev.outfeed` its
     outfeed. The first failing device's error (lowest device number) is raised.
     plans: compiled computations to reuse (from `new_plans()`) when running a module repeatedly.
+    context, devices: the collectives' context (one with devices in other processes, e.g.
+    hlo.interpreter.mpi_collectives) and the devices to run here; per_device_args (and
+    per_device_infeed) then hold the arguments of those devices, in that order.
     """
-    count = replicas * partitions
+    ctx = context if context is not None else CollectiveContext(replicas, partitions)
+    total = replicas * partitions
+    numbers = list(devices) if devices is not None else list(range(total))
+    count = len(numbers)
     if len(per_device_args) != count:
         raise ValueError(f"{len(per_device_args)} argument lists for {count} devices")
-    for d, args in enumerate(per_device_args):
-        check_arguments(module.entry, args, f"device {d}: " if count > 1 else "")
-    ctx = CollectiveContext(replicas, partitions)
+    for d, args in zip(numbers, per_device_args):
+        check_arguments(module.entry, args, f"device {d}: " if total > 1 else "")
     plans = plans if plans is not None else Plans()
     infeed = list(infeed)
     evaluators = [Evaluator(module, seed=seed, device=ctx.device(d // partitions, d % partitions),
-                            infeed=per_device_infeed[d] if per_device_infeed is not None else infeed,
-                            profile=profile, plans=plans) for d in range(count)]
+                            infeed=per_device_infeed[i] if per_device_infeed is not None else infeed,
+                            profile=profile, plans=plans) for i, d in enumerate(numbers)]
     if count == 1:
         evaluators[0].result = evaluators[0].run(per_device_args[0])
         return evaluators
@@ -269,7 +276,7 @@ def run_devices(module: Module, per_device_args: Sequence[Sequence[Value]], *, r
             evaluators[d].result = evaluators[d].run(per_device_args[d])
         except BaseException as exc:  # reported to the caller below
             errors[d] = exc
-            ctx.abort(f"device {d} failed: {exc}")
+            ctx.abort(f"device {numbers[d]} failed: {exc}")
             done.set()
 
     threads = [threading.Thread(target=work, args=(d,), daemon=True, name=f"hlo-device-{d}")
