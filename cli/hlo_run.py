@@ -440,6 +440,8 @@ def _arguments(module: Module, given: dict, devices: int, random_inputs: bool, s
                 leaves.append(given[key])
             elif random_inputs:
                 leaves.append(None)
+                values_io.check_drawable(param.shape, f"parameter {param.attrs['parameter_number']} "
+                                                      f"(%{param.name})", param.loc)
                 resources.check_allocation(param.shape.byte_size() + 8 * _elements(param.shape),
                                            f"a random input for parameter {param.attrs['parameter_number']}",
                                            param.loc)

@@ -7,7 +7,9 @@ hlo_collectives_mpi.c). A collective becomes a constant `hlo_collective` describ
 instruction (kind, element type, replica groups, pairs, the row-major split of its
 buffers) and a call `collective(context, &description, input, output)`; a non-zero status
 makes the entry function return at once (the host reports the failure). replica-id and
-partition-id come from the table's `device_id`.
+partition-id come from the table's `device_id`. Collectives are emitted in the driver, never
+in a kernel of their own (`in_driver`): the hook table is the entry's global and a failure
+returns from the entry.
 
 Compiled collectives need row-major buffers (the default layouts); anything else is
 refused with the instruction's location. A reduction's description names its to_apply
@@ -54,7 +56,7 @@ def table_global_name(entry: str) -> str:
 
 # --------------------------------------------------------------------------- emitters
 
-@EMITTERS.register(Op.ALL_REDUCE, Op.ALL_REDUCE_START)
+@EMITTERS.register(Op.ALL_REDUCE, Op.ALL_REDUCE_START, in_driver=True)
 def emit_all_reduce(low, inst: Instruction) -> None:
     reduction = _reduction(inst)
     for operand, out in zip(inst.operands, _outputs(low, inst)):
@@ -62,7 +64,7 @@ def emit_all_reduce(low, inst: Instruction) -> None:
         _call(low, inst, operand, out, reduction=reduction, count=count)
 
 
-@EMITTERS.register(Op.ALL_GATHER, Op.ALL_GATHER_START)
+@EMITTERS.register(Op.ALL_GATHER, Op.ALL_GATHER_START, in_driver=True)
 def emit_all_gather(low, inst: Instruction) -> None:
     d = inst.attrs["dimensions"][0]
     for operand, out in zip(inst.operands, _outputs(low, inst)):
@@ -70,7 +72,7 @@ def emit_all_gather(low, inst: Instruction) -> None:
         _call(low, inst, operand, out, outer=math.prod(dims[:d]), inner=math.prod(dims[d:]))
 
 
-@EMITTERS.register(Op.REDUCE_SCATTER)
+@EMITTERS.register(Op.REDUCE_SCATTER, in_driver=True)
 def emit_reduce_scatter(low, inst: Instruction) -> None:
     d = inst.attrs["dimensions"][0]
     reduction = _reduction(inst)
@@ -79,7 +81,7 @@ def emit_reduce_scatter(low, inst: Instruction) -> None:
         _call(low, inst, operand, out, reduction=reduction, outer=math.prod(dims[:d]), inner=math.prod(dims[d:]))
 
 
-@EMITTERS.register(Op.ALL_TO_ALL)
+@EMITTERS.register(Op.ALL_TO_ALL, in_driver=True)
 def emit_all_to_all(low, inst: Instruction) -> None:
     dims_attr = inst.attrs.get("dimensions")
     if not dims_attr:
@@ -95,7 +97,7 @@ def emit_all_to_all(low, inst: Instruction) -> None:
         _call(low, inst, operand, out, outer=math.prod(dims[:d]), inner=math.prod(dims[d:]) // n)
 
 
-@EMITTERS.register(Op.COLLECTIVE_PERMUTE, Op.COLLECTIVE_PERMUTE_START)
+@EMITTERS.register(Op.COLLECTIVE_PERMUTE, Op.COLLECTIVE_PERMUTE_START, in_driver=True)
 def emit_collective_permute(low, inst: Instruction) -> None:
     if inst.attrs.get("slice_sizes"):
         raise error(f"the cpu backend does not compile {inst.opcode} with slice_sizes (%{inst.name})", inst.loc)
@@ -103,13 +105,13 @@ def emit_collective_permute(low, inst: Instruction) -> None:
         _call(low, inst, operand, out, count=operand.shape.byte_size())
 
 
-@EMITTERS.register(Op.COLLECTIVE_BROADCAST)
+@EMITTERS.register(Op.COLLECTIVE_BROADCAST, in_driver=True)
 def emit_collective_broadcast(low, inst: Instruction) -> None:
     for operand, out in zip(inst.operands, _outputs(low, inst)):
         _call(low, inst, operand, out, count=operand.shape.byte_size())
 
 
-@EMITTERS.register(Op.REPLICA_ID, Op.PARTITION_ID)
+@EMITTERS.register(Op.REPLICA_ID, Op.PARTITION_ID, in_driver=True)
 def emit_device_ids(low, inst: Instruction) -> None:
     b = low.b
     table = _table(low, inst)
@@ -121,7 +123,7 @@ def emit_device_ids(low, inst: Instruction) -> None:
     b.store(b.trunc(value, I32), low.pointer_of(inst))
 
 
-@EMITTERS.register(Op.ALL_REDUCE_DONE, Op.ALL_GATHER_DONE, Op.COLLECTIVE_PERMUTE_DONE)
+@EMITTERS.register(Op.ALL_REDUCE_DONE, Op.ALL_GATHER_DONE, Op.COLLECTIVE_PERMUTE_DONE, in_driver=True)
 def emit_done(low, inst: Instruction) -> None:
     """The start did the work (compiled code runs one instruction at a time): its buffer is the value."""
 
@@ -168,7 +170,7 @@ def _call(low, inst: Instruction, operand: Instruction, out: Buffer, *, reductio
     carry_on = b.append_basic_block("collective_done")
     b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, carry_on)
     b.position_at_end(failed)
-    b.ret_void()
+    low.return_early()
     b.position_at_end(carry_on)
 
 

@@ -23,6 +23,7 @@ from ..opcodes import Op, Trait
 from .buffers import Assignment, Buffer, BufferKind, resolve
 from .contraction import ContractionEmitter
 from .elemental import ElementalEmitter
+from .emitters import EMITTERS
 from .function_context import FunctionContext, const64
 from . import float_mode
 from .gemm import GemmLibrary
@@ -123,16 +124,20 @@ class DriverLowering(Lowering):
     # -- driver
     def lower(self) -> list[Part]:
         """The driver's part, then each kernel once (in order of first call)."""
-        saved = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
+        self._saved_float_mode = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
         self.emit_computation(self.module.entry)
         self._copy_results()
-        float_mode.leave(self.b, saved)
-        self.b.ret_void()
+        self.return_early()
         self.profiler.finish()
         self.ctx.finish()
         # scalar: the driver's own loops are a few elements long (vectorising them gained nothing)
         driver = Part(self.name, str(self.llmod), min(self.opt_level, LIGHT_OPT_LEVEL), vectorize=False)
         return [driver, *self.kernels.values(), *self._library_part()]
+
+    def return_early(self) -> None:
+        """Return from the entry function here, the caller's float mode restored."""
+        float_mode.leave(self.b, self._saved_float_mode)
+        self.b.ret_void()
 
     def shared_gemm(self) -> GemmLibrary:
         """The gemm library kernels call, in a module of its own (compiled once)."""
@@ -158,6 +163,9 @@ class DriverLowering(Lowering):
             self._emit(inst)
 
     def _emit(self, inst: Instruction) -> None:
+        if EMITTERS.details(inst.opcode).get("in_driver"):   # collectives: the entry's hook table
+            emit_instruction(self, inst)
+            return
         if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
             self.loop_depth += inst.opcode == Op.WHILE
             emit_instruction(self, inst)

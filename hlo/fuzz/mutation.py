@@ -195,7 +195,7 @@ def _small_and_finite(module) -> bool:
 
 
 def _run(module, rng) -> None:
-    args = [random_value(p.shape, rng) for p in module.entry.parameters]
+    args = [random_value(p.shape, rng, f"parameter %{p.name}", p.loc) for p in module.entry.parameters]
     devices = module.config.replica_count * module.config.num_partitions
     run_devices(module, [args] * devices, replicas=module.config.replica_count,
                 partitions=module.config.num_partitions)

@@ -22,8 +22,9 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from ..diagnostics import error
 from ..literal import Literal, format_literal
-from ..shapes import PrimitiveType, Shape, TypeKind, type_of_dtype
+from ..shapes import UNBOUNDED, PrimitiveType, Shape, TypeKind, type_of_dtype
 
 
 class Token:
@@ -182,13 +183,23 @@ def format_value(value, shape: Shape) -> str:
 
 # --------------------------------------------------------------------------- random inputs
 
-def random_value(shape: Shape, rng: np.random.Generator):
-    """A random value of `shape`: normal floats, small integers, fair booleans."""
+def random_value(shape: Shape, rng: np.random.Generator, what: str = "a value", loc=None):
+    """A random value of `shape`: normal floats, small integers, fair booleans. An unbounded
+    dimension (`?`) has no size to draw: an error naming `what` at `loc`."""
     if shape.is_tuple:
-        return tuple(random_value(s, rng) for s in shape.tuple_shapes)
+        return tuple(random_value(s, rng, what, loc) for s in shape.tuple_shapes)
     if shape.is_token:
         return TOKEN
+    check_drawable(shape, what, loc)
     return np.asarray(random_array(shape.element_type, tuple(shape.dims), rng))   # rank 0: an array, not a scalar
+
+
+def check_drawable(shape: Shape, what: str, loc=None) -> None:
+    """Refuse a random value of a shape with an unbounded dimension (`?`): it has no size to draw."""
+    for _, leaf in shape.leaves():
+        if leaf.is_array and UNBOUNDED in leaf.dims:
+            raise error(f"no random input for {what} of shape {shape.without_layout()}: an unbounded "
+                        "dimension ('?') has no size to draw; give its value instead", loc)
 
 
 def random_array(t: PrimitiveType, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

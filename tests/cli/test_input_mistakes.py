@@ -153,3 +153,14 @@ def test_hlo_fmt_reports_an_opcode_typo_once(work):
 def test_the_samples_still_run(work):
     result = shell(f"hlo-run {ROOT / 'samples' / 'axpy.hlo'} --random-inputs", work)
     assert result.returncode == 0 and result.stdout.startswith("f32[4] {")
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_random_inputs_refuse_an_unbounded_dimension_at_its_parameter(work, backend):
+    # found by the mutation fuzzer: `?` has no size, and drawing one was an internal error
+    (work / "unbounded.hlo").write_text("HloModule m\n\nENTRY e {\n  x = f32[<=8,?] parameter(0)\n"
+                                        "  ROOT y = f32[] parameter(1)\n}\n")
+    result = shell(f"hlo-run --backend {backend} --random-inputs unbounded.hlo", work)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("unbounded.hlo:4:3: error: no random input for parameter 0 (%x) of shape "
+                                    "f32[<=8,?]: an unbounded dimension ('?') has no size to draw")

@@ -3,7 +3,8 @@
 tools/hlo_fuzz.py runs the long campaigns; here a few dozen generated programs must pass
 every check (round trip, passes, pipeline, JIT, one AOT build), a few hundred damaged texts
 must go through the tools without a traceback or a hang, and each module under
-regressions/ (a program a campaign once found wrong, reduced) must pass the checks.
+regressions/ (a program a campaign once found wrong, reduced) must pass the checks, and each
+text under mutation_regressions/ (a damaged text that once gave a traceback) must go through.
 """
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from hlo.fuzz.registry import GENERATORS
 from hlo.opcodes import OPCODES
 
 REGRESSIONS = sorted((Path(__file__).parent / "regressions").glob("*.hlo"))
+MUTATION_REGRESSIONS = sorted((Path(__file__).parent / "mutation_regressions").glob("*.hlo"))
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +61,9 @@ def test_damaged_texts_give_results_or_located_errors():
 def test_regressions_found_by_the_fuzzer(path):
     outcome = check(program_from_text(path.read_text()), choose_passes(np.random.default_rng(0), 4), jit=True)
     assert not outcome.findings, "\n".join(str(f) for f in outcome.findings)
+
+
+@pytest.mark.parametrize("path", MUTATION_REGRESSIONS, ids=[p.stem for p in MUTATION_REGRESSIONS])
+def test_damaged_texts_that_once_failed(path):
+    verdict = exercise(path.read_text(), np.random.default_rng(0), seconds=30.0)
+    assert verdict.ok, f"{verdict.stage}: {verdict.detail}"
