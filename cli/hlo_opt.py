@@ -231,7 +231,10 @@ def with_target(llvm_ir: str, options) -> str:
     triple = resolved_target(options)[0]
     layout = str(create_target_machine(options).target_data)
     llvm_ir = re.sub(r'^target triple = ".*"$', f'target triple = "{triple}"', llvm_ir, count=1, flags=re.M)
-    return re.sub(r'^target datalayout = ".*"$', f'target datalayout = "{layout}"', llvm_ir, count=1, flags=re.M)
+    if re.search(r'^target datalayout = ', llvm_ir, flags=re.M):
+        return re.sub(r'^target datalayout = ".*"$', f'target datalayout = "{layout}"', llvm_ir, count=1, flags=re.M)
+    # the parts linked into one module carry no data layout line: add it before the triple
+    return re.sub(r'^(target triple = )', f'target datalayout = "{layout}"\n\\1', llvm_ir, count=1, flags=re.M)
 
 
 def _input_or_stdin(input_file: str | None) -> str:

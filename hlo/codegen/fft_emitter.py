@@ -83,6 +83,7 @@ def _function(low, inst: Instruction) -> ir.Function:
     fn = functions.get(key)
     if fn is None:
         fn = plan.emit(low.llmod, f"{low.fn.name}.fft.{len(functions)}")
+        fn.linkage = "internal"   # kernels' modules each have their own (linked into one AOT object)
         functions[key] = fn
     return fn
 

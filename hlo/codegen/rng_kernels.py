@@ -16,6 +16,9 @@ its RngExpander turns `rng` into Philox-4x32 bits drawn at that counter:
   r = sqrt(-2 log u1), angle = 2 pi x1: r sin, r cos), then mean + sigma * value.
 
 Like XLA's, the values depend on how often the module ran: a second run draws new ones.
+Both ops are emitted in the driver (`in_driver`), never in a kernel of their own: the counter
+is the entry's, and each op's key comes from its ordinal among the driver's rng ops (a kernel
+deduplicated by its signature would share one key between equal-shaped ops).
 """
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ def get_and_update(low, delta: int):
     return old
 
 
-@EMITTERS.register(Op.RNG_GET_AND_UPDATE_STATE)
+@EMITTERS.register(Op.RNG_GET_AND_UPDATE_STATE, in_driver=True)
 def emit_rng_get_and_update_state(low, inst: Instruction) -> None:
     b = low.b
     old = get_and_update(low, inst.attrs["delta"])
@@ -186,7 +189,7 @@ def _op_key(low, inst: Instruction) -> int:
     return ((ordinal * KEY_MIX) & ((1 << 64) - 1)) >> 32
 
 
-@EMITTERS.register(Op.RNG)
+@EMITTERS.register(Op.RNG, in_driver=True)
 def emit_rng(low, inst: Instruction) -> None:
     b, elem = low.b, low.elem
     out = low.a.values[id(inst)]

@@ -262,6 +262,9 @@ def max_min(b, op, x, y, t: PrimitiveType):
         cmp = ">=" if op == Op.MAXIMUM else "<="
         fn = b.icmp_signed if t.is_signed_int else b.icmp_unsigned
         return b.select(fn(cmp, x, y), x, y)
+    if t.is_complex:   # as XLA:CPU: by the real parts, the left one winning a tie (a NaN loses every comparison)
+        keeps_left = b.fcmp_ordered(">=" if op == Op.MAXIMUM else "<=", b.extract_value(x, 0), b.extract_value(y, 0))
+        return b.select(keeps_left, x, y)
     # NaN-propagating, -0 < +0: LLVM's maximum/minimum intrinsics have exactly these semantics.
     name = "llvm.maximum" if op == Op.MAXIMUM else "llvm.minimum"
     return b.call(declare_overloaded(b.module, name, x.type, [x, y]), [x, y])
@@ -392,6 +395,11 @@ def _complex_divide(ctx, op, t, args):
     re = b.fdiv(b.fadd(b.fmul(a, x), b.fmul(c, y)), denominator)
     im = b.fdiv(b.fsub(b.fmul(c, x), b.fmul(a, y)), denominator)
     return make_complex(b, compute_type(t), re, im)
+
+
+@COMPLEX_OPS.register(Op.MAXIMUM, Op.MINIMUM)
+def _complex_maximum_minimum(ctx, op, t, args):
+    return max_min(ctx.b, op, args[0], args[1], t)
 
 
 # Every opcode emitted here: elemental.py computes them from their operands' values.

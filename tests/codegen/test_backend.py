@@ -130,8 +130,9 @@ def test_integer_binary(op, t):
     check(binary_module(op, t, "4,16"), x, y, options=RAW)
 
 
-@pytest.mark.parametrize("t", sorted(INT_TYPES))
-@pytest.mark.parametrize("op", ["abs", "negate", "not", "sign", "popcnt", "count-leading-zeros"])
+# abs and sign of unsigned integers: XLA refuses them (the checker's tests cover it)
+@pytest.mark.parametrize("op, t", [(op, t) for op in ["abs", "negate", "not", "sign", "popcnt", "count-leading-zeros"]
+                                   for t in sorted(INT_TYPES) if not (op in ("abs", "sign") and t.startswith("u"))])
 def test_integer_unary(op, t):
     check(unary_module(op, t, "64"), rand(INT_TYPES[t], 64, seed=5), options=RAW)
 
@@ -143,7 +144,7 @@ def test_pred_binary(op):
 
 @pytest.mark.parametrize("direction", ["EQ", "NE", "LT", "LE", "GT", "GE"])
 @pytest.mark.parametrize("t,kind", [("f32", ""), ("f32", ", type=TOTALORDER"), ("s32", ""), ("u8", ""),
-                                    ("s8", ", type=UNSIGNED"), ("f64", "")])
+                                    ("s8", ", type=SIGNED"), ("f64", "")])
 def test_compare(direction, t, kind):
     dtype = {"f32": np.float32, "f64": np.float64, "s32": np.int32, "u8": np.uint8, "s8": np.int8}[t]
     x, y = rand(dtype, 64, seed=1), rand(dtype, 64, seed=2)

@@ -131,6 +131,7 @@ def test_a_repeated_layer_is_compiled_once_across_modules(tmp_path, monkeypatch)
 
 def test_parallel_and_serial_compiles_give_identical_objects(tmp_path, monkeypatch):
     monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(compile_pool, "RUNNING_POOL_MIN_BYTES", 0)   # also when an earlier test left a pool
     lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
     objects = {}
     for jobs in (1, 2):
@@ -143,6 +144,7 @@ def test_parallel_and_serial_compiles_give_identical_objects(tmp_path, monkeypat
 
 def test_parallel_compile_runs_like_the_serial_one(tmp_path, monkeypatch):
     monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(compile_pool, "RUNNING_POOL_MIN_BYTES", 0)   # also when an earlier test left a pool
     x, y = np.linspace(-1, 1, 512, dtype=np.float32), np.linspace(0, 0.5, 512, dtype=np.float32)
     results = []
     for jobs in (1, 2):
@@ -365,6 +367,7 @@ def _die(*args):
 
 def test_a_dead_worker_fails_the_compile_and_the_next_one_starts_new_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(compile_pool, "RUNNING_POOL_MIN_BYTES", 0)   # also when an earlier test left a pool
     lowered = lower_module(parse_module(LAYERS, "l.hlo"), RAW)
     options = CodegenOptions(run_pipeline=False, jobs=3)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "first"))
@@ -373,6 +376,7 @@ def test_a_dead_worker_fails_the_compile_and_the_next_one_starts_new_workers(tmp
         part_objects(lowered, options)
     monkeypatch.undo()
     monkeypatch.setattr(compile_pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(compile_pool, "RUNNING_POOL_MIN_BYTES", 0)   # also when an earlier test left a pool
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "second"))
     stats = CompileStats()
     part_objects(lowered, options, stats)

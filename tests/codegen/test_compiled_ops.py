@@ -247,6 +247,25 @@ ENTRY e {
 """, (rand((4, 3), 1) + 1j * rand((4, 3), 2)).astype(np.complex64))
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_maximum_minimum_and_clamp_compare_real_parts_as_xla_cpu(dtype):
+    t = "c64" if dtype == np.complex64 else "c128"
+    a = np.array([1 + 2j, 3, np.nan + 1j, 2 + 5j, -1 - 1j, 0, 4 + 1j], dtype)
+    b = np.array([1 + 3j, 2 + 9j, 0, np.nan, -1 + 7j, 1j, np.nan + 2j], dtype)
+    lo = np.zeros(7, dtype)
+    check(f"""HloModule m
+ENTRY e {{
+  a = {t}[7] parameter(0)
+  b = {t}[7] parameter(1)
+  lo = {t}[7] parameter(2)
+  mx = {t}[7] maximum(a, b)
+  mn = {t}[7] minimum(a, b)
+  cl = {t}[7] clamp(lo, a, b)
+  ROOT r = ({t}[7], {t}[7], {t}[7]) tuple(mx, mn, cl)
+}}
+""", a, b, lo, rtol=0, atol=0)
+
+
 # --------------------------------------------------------------------------- tokens, barriers, asynchronous wrappers
 
 def test_tokens_barriers_and_asynchronous_wrappers():
