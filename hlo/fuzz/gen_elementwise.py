@@ -60,7 +60,9 @@ def magnitude_preserving(comp: Comp, rng, op: str) -> Optional[Val]:
     x = _operand(comp, rng, op, computable=False)
     if x is None:
         return None
-    return _result(comp, op, [x], _result_type(op, x.type), "", x.bound, x.frac)
+    # |a + bi| is a square root: rounded (one implementation's last bit may differ)
+    rounded = op == Op.ABS and x.type.is_complex
+    return _result(comp, op, [x], _result_type(op, x.type), "", x.bound, x.frac, continuous=not rounded)
 
 
 @GENERATORS.register(Op.SIGN, Op.FLOOR, Op.CEIL, Op.ROUND_NEAREST_AFZ, Op.ROUND_NEAREST_EVEN, Op.IS_FINITE,
