@@ -58,6 +58,7 @@ class Trait(enum.Flag):
     COMMUTATIVE = enum.auto()          # op(a, b) == op(b, a)
     ASSOCIATIVE = enum.auto()          # a reducer XLA may reassociate: add, multiply, max, min, and, or, xor
     IDEMPOTENT = enum.auto()           # op(a, a) == a
+    ZERO_IDENTITY = enum.auto()        # op(0, a) == op(a, 0) == a: 0 is the reducer's identity
     PASS_THROUGH = enum.auto()         # the value is operand 0, unchanged (copy, opt-barrier ...)
     RUN_INDEPENDENT_LEAF = enum.auto()  # a leaf whose value is the same in every run (constant, iota, ids)
     SCALAR_IDENTITY = enum.auto()      # the identity on a rank-0 value (broadcast, reshape, transpose ...)
@@ -473,6 +474,7 @@ _GROUPS: dict[Trait, tuple[str, ...]] = {
     Trait.COMMUTATIVE: ("add", "multiply", "maximum", "minimum", "and", "or", "xor"),
     Trait.ASSOCIATIVE: ("add", "multiply", "maximum", "minimum", "and", "or", "xor"),
     Trait.IDEMPOTENT: ("maximum", "minimum", "and", "or"),
+    Trait.ZERO_IDENTITY: ("add", "or", "xor"),
     Trait.PASS_THROUGH: ("copy", "opt-barrier", "domain", "add-dependency"),
     Trait.RUN_INDEPENDENT_LEAF: ("constant", "iota", "replica-id", "partition-id"),
     Trait.SCALAR_IDENTITY: ("broadcast", "reshape", "transpose", "copy", "bitcast", "reverse", "opt-barrier",

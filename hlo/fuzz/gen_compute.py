@@ -122,6 +122,16 @@ def _reducer(comp: Comp, rng, t, computable: bool) -> tuple[str, Optional[str]]:
     return comp.module.scalar_reducer(kind, t), kind
 
 
+def _note_init(comp: Comp, kind: Optional[str], value, count: int) -> None:
+    """XLA's passes assume a reduction's init value is an identity of its reducer (a reduce of
+    single elements becomes a reshape, dropping the init): a program with another init value
+    has results XLA leaves unspecified, so it is not compared with XLA:CPU (feature
+    "non-identity-init"); the project's own backends still must agree on it."""
+    zero_is_identity = kind is not SERIAL and has_trait(kind, Trait.ZERO_IDENTITY) and value == 0
+    if not zero_is_identity and not (kind is SERIAL and count > 1):
+        comp.module.features.add("non-identity-init")
+
+
 def _reduce_bound(kind: Optional[str], x: Val, init: Val, count: int) -> tuple[float, int]:
     frac = max(x.frac, init.frac)
     if kind == Op.ADD:
@@ -148,8 +158,10 @@ def reduce(comp: Comp, rng, op: str) -> Optional[Val]:
         return None
     dims = sorted(int(d) for d in rng.choice(x.shape.rank, size=int(rng.integers(0, x.shape.rank + 1)), replace=False)) \
         if x.shape.rank else []
-    init = comp.constant(x.type, small_value(x.type, rng) if rng.random() < 0.3 else 0)
+    init_value = small_value(x.type, rng) if rng.random() < 0.3 else 0
+    init = comp.constant(x.type, init_value)
     count = int(np.prod([x.dims[d] for d in dims])) if dims else 1
+    _note_init(comp, kind, init_value, count)
     bound, frac = _reduce_bound(kind, x, init, count)
     kept = [n for d, n in enumerate(x.dims) if d not in dims]
     exact = x.exact and (x.type.is_integral or x.type.is_pred or fits_exactly(x.type, bound, frac))
@@ -210,7 +222,9 @@ def reduce_window(comp: Comp, rng, op: str) -> Optional[Val]:
     if not reducer:
         return None
     text, out = _window(rng, x.dims)
-    init = comp.constant(x.type, small_value(x.type, rng) if rng.random() < 0.3 else 0)
+    init_value = small_value(x.type, rng) if rng.random() < 0.3 else 0
+    init = comp.constant(x.type, init_value)
+    _note_init(comp, kind, init_value, 9)
     bound, frac = _reduce_bound(kind, x, init, 9)
     exact = x.exact and (x.type.is_integral or x.type.is_pred or fits_exactly(x.type, bound, frac))
     return comp.add(op, array_shape(x.type, out), [x, init], f", window={{{text}}}, to_apply={reducer}",

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..analysis.loading import load_module
 from ..diagnostics import HloError
+from ..opcodes import Op
 from ..interpreter import run_devices
 from ..passes.pass_manager import available_passes, run_pipeline
 from ..passes.pipelines import pipeline_text
@@ -76,7 +77,8 @@ def check(program: Program, passes: Optional[list[str]] = None, jit: bool = True
     _compare_after(program, text, pipeline_text("default"), "pipeline", reference, shapes, found, deterministic)
     if jit and program.replicas == 1 and deterministic:
         _compare_compiled(program, module, reference, shapes, found, aot)
-    if xla is not None and deterministic and not program.features & {"host-transfer"}:
+    if xla is not None and deterministic and not program.features & {"host-transfer", "non-identity-init"} \
+            and not _xla_diverges(module):
         _compare_xla(program, module, reference, shapes, found, xla, outcome)
     outcome.checks += 3
     return outcome
@@ -160,6 +162,16 @@ def _compare_compiled(program: Program, module, reference, shapes, found, aot: b
         got = _attempt("aot", found, lambda: [run_aot(module, program.inputs[0])])
         if got is not None:
             _agree(program, reference, got, shapes, "aot", found)
+
+
+# Where XLA:CPU itself departs from the spec, a program is not compared with it:
+# atan2(0, 0) of operands XLA folds at compile time (an iota) is NaN, where the spec, C and
+# XLA's own run-time atan2 give 0.
+XLA_DIVERGENT_OPS = frozenset({Op.ATAN2})
+
+
+def _xla_diverges(module) -> bool:
+    return any(inst.opcode in XLA_DIVERGENT_OPS for inst in module.instructions())
 
 
 def _compare_xla(program: Program, module, reference, shapes, found, xla, outcome: Outcome) -> None:
