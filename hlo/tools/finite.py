@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 
 from ..ir import Instruction, Module
-from ..opcodes import Op
+from ..opcodes import Op, Trait
 from ..runtime import values_io
 from .observe import (Locator, Stop, ValueKey, fused_names, module_to_run, run_observed, several_fused,
                       source_name, unfuse)
@@ -55,7 +55,11 @@ def _finite(array: np.ndarray) -> bool:
 
 
 class _Checker:
-    def __init__(self, module: Module, args: list):
+    """inside_observed: the instructions of fusions are observed too (the interpreter), so a
+    fusion, like a call, loop or conditional, is never an origin itself."""
+
+    def __init__(self, module: Module, args: list, inside_observed: bool):
+        self.inside_observed = inside_observed
         self.locator = Locator(module)
         self.entry = module.entry
         self.arguments = {p.attrs["parameter_number"]: [_finite(_numbers(a)) for a in values_io.array_leaves(v)]
@@ -71,13 +75,22 @@ class _Checker:
         ok = _finite(numbers)
         if not ok:
             inst = self.locator.instruction(key)
-            if inst is not None and inst.operands and all(self._state(op, ()) for op in inst.operands):
+            if inst is not None and self._may_be_origin(inst) and all(self._state(op, ()) for op in inst.operands):
                 self.origin = Origin(key, numbers, [(op.name, self.kept.get(op.name)) for op in inst.operands])
                 raise Stop()
         self.checked += 1
         self.finite.setdefault(key.name, {})[key.leaf] = ok
         if numbers.size <= KEPT_ELEMENTS and key.leaf == 0:
             self.kept[key.name] = numbers
+
+    def _may_be_origin(self, inst: Instruction) -> bool:
+        if not inst.operands or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            return False
+        if inst.opcode != Op.FUSION:
+            return True
+        # a compiled fusion: its constants are operands too (a NaN select-ed in is not made there)
+        return not self.inside_observed and all(self._state(i, ()) for i in inst.attrs["calls"].instructions
+                                                if i.opcode == Op.CONSTANT)
 
     # -- was an operand's value finite? (True unless it may hold a NaN or an infinity)
     def _state(self, inst: Instruction, path: tuple, seen: Optional[set] = None) -> bool:
@@ -149,7 +162,7 @@ def check_finite(module: Module, args: list, backend: str, seed: int = 0) -> Fin
 
 
 def _checked_run(module: Module, args: list, backend: str, seed: int) -> tuple[_Checker, list]:
-    checker = _Checker(module, args)
+    checker = _Checker(module, args, inside_observed=backend != "cpu")
     outputs = run_observed(backend, module, args, checker, seed)
     if checker.origin is not None and not outputs:
         outputs = run_observed(backend, module, args, None, seed)
@@ -167,8 +180,8 @@ def format_finite_check(check: FiniteCheck) -> str:
     if origin is None:
         if check.bad_outputs:
             lines.append(f"check-finite ({check.backend}): output(s) {', '.join(map(str, check.bad_outputs))} hold "
-                         f"NaN or Inf, but no instruction made one from finite operands (the arguments or "
-                         f"constants hold them)")
+                         f"NaN or Inf, but no instruction made one from finite operands: they come from the "
+                         f"arguments or from constants (a NaN constant selected in, say)")
         else:
             lines.append(f"check-finite ({check.backend}): every value is finite ({check.checked} checked)")
         return "\n".join(lines)
