@@ -27,9 +27,10 @@ from llvmlite import ir
 from ..ir import Computation, Instruction, Module
 from ..opcodes import Op, Trait
 from ..shapes import Shape
-from .buffers import leaves_of, resolve
+from .buffers import leaves_of
 from .function_context import const64
 from .gemm import IndirectCallee
+from .profiling import has_code
 from .types import I64, PTR
 
 VOID = ir.VoidType()
@@ -65,12 +66,7 @@ class DebugValues:
         self.counters = ab.inttoptr(ab.ptrtoint(counters, I64), PTR)   # untyped (llvmlite keeps allocas typed)
 
     def observed(self, inst: Instruction) -> bool:
-        if inst.info.has(Trait.NO_CODE) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
-            return False
-        if inst.opcode == Op.BITCAST:
-            value = self.low.a.values.get(id(inst))
-            return value is None or resolve(value) is value
-        return True
+        return not inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE) and has_code(inst, self.low.a)
 
     @contextmanager
     def around(self, inst: Instruction):
