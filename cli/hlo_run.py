@@ -29,6 +29,7 @@ from hlo_cli.results import print_results
 BACKENDS = ("interpreter", "cpu")
 PLANNED_BACKENDS = ()
 PROFILE_TOP = 20
+CHECK_FOUND = 3     # --compare: the outputs differ; --check-finite: a NaN or Inf was made
 
 HELP = """Run MODULE (an .hlo file, '-' for stdin) and print its result as HLO literal text.
 
@@ -93,6 +94,12 @@ inputs and writes the outputs, which are those of a run in one process.
               help="Run N times and report the median time.")
 @click.option("--profile", is_flag=True, help=f"Report the {PROFILE_TOP} instructions taking the most time "
               "(--backend cpu: a compile that times every kernel, with its source line).")
+@click.option("--compare", "compare_backend", metavar="BACKEND",
+              help="Also run on BACKEND and report the first instruction whose value differs (exit 3 if any output does).")
+@click.option("--rtol", type=click.FloatRange(min=0), help="--compare: relative tolerance (default by element type).")
+@click.option("--atol", type=click.FloatRange(min=0), help="--compare: absolute tolerance (default by element type).")
+@click.option("--check-finite", is_flag=True,
+              help="Report the first instruction that makes a NaN or Inf from finite operands (exit 3 if one does).")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
@@ -116,8 +123,11 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
          repeat: Optional[int], profile: bool, verify: bool, threads: Optional[int], time_compile: bool,
          quiet: bool, max_memory: Optional[str], full: bool = False,
          launch_ranks: Optional[int] = None, distributed: bool = False,
-         collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT) -> None:
+         collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT, compare_backend: Optional[str] = None,
+         rtol: Optional[float] = None, atol: Optional[float] = None, check_finite: bool = False) -> None:
     _check_backend(backend)
+    checking = _check_options(compare_backend, rtol, atol, check_finite, repeat, profile, output, infeed_file,
+                              outfeed_file, launch_ranks, distributed)
     if max_memory is not None:
         try:
             resources.set_memory_limit(resources.parse_memory_size(max_memory))
@@ -150,6 +160,10 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     per_device_args = _arguments(module, given, devices, random_inputs, seed)
     infeeds = _infeeds(infeed_file, devices)
 
+    if checking:
+        if devices != 1:
+            raise UsageError(f"--compare and --check-finite run one device; this module runs on {devices}")
+        sys.exit(_run_check(module, per_device_args[0], backend, compare_backend, rtol, atol, seed))
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
                       outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads,
@@ -385,6 +399,42 @@ def _rebuild(shape, leaves):
     if shape.is_tuple:
         return tuple(_rebuild(s, leaves) for s in shape.tuple_shapes)
     return next(leaves)
+
+
+def _check_options(compare_backend, rtol, atol, check_finite, repeat, profile, output, infeed_file, outfeed_file,
+                   launch_ranks, distributed) -> bool:
+    """Whether this is a --compare or --check-finite run (refusing what they do not combine with)."""
+    if compare_backend is None and (rtol is not None or atol is not None):
+        raise UsageError("--rtol and --atol need --compare")
+    if compare_backend is not None:
+        _check_backend(compare_backend)
+        if check_finite:
+            raise UsageError("--compare and --check-finite are separate runs: give one of them")
+    if compare_backend is None and not check_finite:
+        return False
+    given = [name for name, value in (("--time", repeat), ("--profile", profile), ("-o", output),
+                                      ("--infeed", infeed_file), ("--outfeed", outfeed_file),
+                                      ("--launch", launch_ranks), ("--distributed", distributed)) if value]
+    if given:
+        raise UsageError(f"{'--compare' if compare_backend else '--check-finite'} does not combine with "
+                         f"{', '.join(given)}")
+    return True
+
+
+def _run_check(module: Module, args: list, backend: str, compare_backend: Optional[str], rtol, atol,
+               seed: int) -> int:
+    """--compare / --check-finite: print the report; the exit status (0, or 3 when something was found)."""
+    if is_sharded(module):
+        raise UsageError("--compare and --check-finite run one device; partition the module first")
+    if compare_backend is not None:
+        from hlo.tools.compare import compare, format_comparison  # lazy: llvmlite when a side compiles
+        result = compare(module, args, (backend, compare_backend), rtol, atol, seed)
+        click.echo(format_comparison(result))
+        return 0 if result.agree else CHECK_FOUND
+    from hlo.tools.finite import check_finite, format_finite_check  # lazy: as above
+    check = check_finite(module, args, backend, seed)
+    click.echo(format_finite_check(check))
+    return 0 if check.clean else CHECK_FOUND
 
 
 def _check_backend(backend: str) -> None:

@@ -22,6 +22,7 @@ from ..ir import Instruction, Module
 from ..opcodes import Op, Trait
 from .buffers import Assignment, Buffer, BufferKind, resolve
 from .contraction import ContractionEmitter
+from .debug_values import debug_values_for
 from .elemental import ElementalEmitter
 from .emitters import EMITTERS
 from .function_context import FunctionContext, const64
@@ -71,7 +72,7 @@ class DriverLowering(Lowering):
 
     def __init__(self, module: Module, assignment: Assignment, name: str,
                  target: RegisterFile = RegisterFile(128, 16), opt_level: int = 3,
-                 flush_denormals: bool = False, profile: bool = False):
+                 flush_denormals: bool = False, profile: bool = False, debug_values: bool = False):
         self.module = module
         self.a = assignment
         self.name = name
@@ -90,6 +91,7 @@ class DriverLowering(Lowering):
         # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
         self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
         self.profiler = profiler_for(self, module, profile)
+        self.debug = debug_values_for(self, module, debug_values)
         self.kernels: dict[str, Part] = {}
         self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
         self._computation_signatures: dict = {}
@@ -159,8 +161,14 @@ class DriverLowering(Lowering):
                      min(self.opt_level, LIGHT_OPT_LEVEL))]
 
     def emit(self, inst: Instruction) -> None:
-        with self.profiler.around(inst):
+        with self.profiler.around(inst), self.debug.around(inst):
             self._emit(inst)
+
+    def loop_entered(self) -> None:
+        self.debug.loop_entered()
+
+    def loop_iterated(self) -> None:
+        self.debug.loop_iterated()
 
     def _emit(self, inst: Instruction) -> None:
         if EMITTERS.details(inst.opcode).get("in_driver"):   # collectives: the entry's hook table

@@ -31,6 +31,7 @@ from ..text.printer import format_module
 from .buffers import alias_leaves
 from .build import part_objects
 from .compile_report import CompileStats, ProgressBar
+from .debug_values import BoundHook, hook_name
 from .lapack_calls import libraries_for
 from .lowering import lower_module
 from .object_cache import ObjectCache, part_key, write_atomically
@@ -166,6 +167,24 @@ class JitExecutable:
         return [r if row_major else _logical(r, s)
                 for r, s, row_major in zip(results, self.lowered.results, self._row_major_results)]
 
+    def run_observed(self, observe, *arrays) -> list[np.ndarray]:
+        """run(*arrays), calling observe(entry, loop_counters, array) with every instruction's value
+        as it is computed (a CodegenOptions(debug_values=True) compile; debug_values.py): entry is
+        the DebugValue of `self.lowered.debug_values`, array a logical-order copy. An exception
+        raised by observe ends the observation and is raised when the run is over."""
+        address = self._engine.get_global_value_address(hook_name(self.NAME))
+        if not address or not self.options.debug_values:
+            raise ValueError("this executable was not compiled with CodegenOptions(debug_values=True)")
+        hook = BoundHook(self.lowered.debug_values, _array_of_bytes, observe)
+        slot = ctypes.c_void_p.from_address(address)
+        slot.value = hook.address
+        try:
+            results = self.run(*arrays)
+        finally:
+            slot.value = None
+        hook.raise_pending()
+        return results
+
     def _new_results(self) -> list[np.ndarray]:
         return [np.empty(_physical_dims(s), dtype=s.element_type.dtype) for s in self.lowered.results]
 
@@ -219,6 +238,12 @@ def _physical_dims(shape) -> tuple:
 
 def _physical(array: np.ndarray, shape) -> np.ndarray:
     return np.transpose(np.asarray(array), _physical_order(shape)) if shape.rank else np.asarray(array)
+
+
+def _array_of_bytes(data: bytes, shape) -> np.ndarray:
+    """A buffer's bytes (in the shape's layout) as a logical-order array."""
+    physical = np.frombuffer(data, dtype=shape.element_type.dtype).reshape(_physical_dims(shape))
+    return _logical(physical, shape) if not _is_row_major(shape) else physical.copy()
 
 
 def _logical(array: np.ndarray, shape) -> np.ndarray:

@@ -82,6 +82,12 @@ class Lowering:
     def emit(self, inst: Instruction) -> None:
         emit_instruction(self, inst)
 
+    def loop_entered(self) -> None:
+        """A while loop's code starts here (debug compiles count its iterations: debug_values.py)."""
+
+    def loop_iterated(self) -> None:
+        """A while loop's back edge is here."""
+
     def emit_elemental(self, inst: Instruction, generator, value) -> None:
         """Store generator(index) into value's buffer(s) for every index of inst's output."""
         if isinstance(value, tuple) and ELEMENT_GENERATORS.details(inst.opcode).get("all_results"):
@@ -326,6 +332,7 @@ def emit_while(low: Lowering, inst: Instruction) -> None:
     state = leaves_of(low.a.values[id(inst)])
     for dst, src in zip(state, leaves_of(low.a.values[id(inst.operands[0])])):
         low.copy(dst, src)
+    low.loop_entered()
     header = low.fn.append_basic_block(f"{inst.name}.cond")
     body_block = low.fn.append_basic_block(f"{inst.name}.body")
     done = low.fn.append_basic_block(f"{inst.name}.done")
@@ -344,6 +351,7 @@ def emit_while(low: Lowering, inst: Instruction) -> None:
         low.copy(temp, roots[k])
     for k, (dst, src) in enumerate(zip(state, roots)):
         low.copy(dst, swaps.get(k, src))
+    low.loop_iterated()
     b.branch(header)
     b.position_at_end(done)
 

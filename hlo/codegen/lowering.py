@@ -65,7 +65,9 @@ def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule
                 check_shape_supported(inst.shape, inst)
     assignment = assign_buffers(prepared)
     driver = DriverLowering(prepared, assignment, name, register_file(options), options.opt_level,
-                            flush_denormals=options.flush_denormals, profile=options.profile)
+                            flush_denormals=options.flush_denormals, profile=options.profile,
+                            debug_values=options.debug_values)
     parts = driver.lower()
     return LoweredModule(name, parts, list(assignment.params), list(assignment.results), assignment.temp_bytes,
-                         libraries_for(prepared), driver.inline, driver.calls, profile=list(driver.profiler.entries))
+                         libraries_for(prepared), driver.inline, driver.calls, profile=list(driver.profiler.entries),
+                         debug_values=list(driver.debug.table))

@@ -18,13 +18,14 @@ class CodegenOptions:
     run_pipeline: bool = True  # run the 'default' pipeline first so fusions decide the loop nests
     flush_denormals: bool = True  # subnormal floats are 0 while compiled code runs, as in XLA:CPU (float_mode.py)
     profile: bool = False         # time every kernel (profiling.py); never on unless asked
+    debug_values: bool = False    # call a hook with every instruction's value (debug_values.py); never on unless asked
     jobs: Optional[int] = None    # processes compiling parts at once (default: the cores this process may use)
 
     def key(self) -> str:
         """What the generated code depends on (jobs does not change it)."""
         return (f"O{self.opt_level};{self.triple};{self.cpu};{self.features};{self.run_pipeline}"
                 f"{'' if self.flush_denormals else ';ieee-subnormals'}"
-                + (";profile" if self.profile else ""))
+                + (";profile" if self.profile else "") + (";debug-values" if self.debug_values else ""))
 
 
 @dataclass
@@ -53,6 +54,7 @@ class LoweredModule:
     inline: int = 0      # instructions emitted inline in the driver
     calls: int = 0       # kernel calls in the driver
     profile: list = field(default_factory=list)   # profiling.ProfileEntry per timed kernel (profile=True)
+    debug_values: list = field(default_factory=list)   # debug_values.DebugValue per hook id (debug_values=True)
 
     @property
     def kernels(self) -> list[Part]:

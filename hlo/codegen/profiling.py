@@ -121,6 +121,16 @@ def _computing(inst: Instruction) -> Instruction:
 
 # --------------------------------------------------------------------------- instrumentation
 
+def has_code(inst: Instruction, assignment) -> bool:
+    """Whether inst emits code: not parameters, constants, tuples, get-tuple-element, bitcast views."""
+    if inst.info.has(Trait.NO_CODE):
+        return False
+    if inst.opcode == Op.BITCAST:
+        value = assignment.values.get(id(inst))
+        return value is None or resolve(value) is value
+    return True
+
+
 class Profiler:
     """Adds the timing code around each instruction's code (driver.DriverLowering.emit)."""
 
@@ -134,12 +144,7 @@ class Profiler:
         self.count = ir.GlobalVariable(lowering.llmod, ir.ArrayType(I64, 0), name=f"{name}_profile_count")
 
     def timed(self, inst: Instruction) -> bool:
-        if inst.info.has(Trait.NO_CODE):
-            return False
-        if inst.opcode == Op.BITCAST:
-            value = self.low.a.values.get(id(inst))
-            return value is None or resolve(value) is value
-        return True
+        return has_code(inst, self.low.a)
 
     @contextmanager
     def around(self, inst: Instruction):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..diagnostics import HloError, error
 from ..ir import Computation, Instruction, Module
+from ..opcodes import Op, Trait
 from .collectives import CollectiveContext
 from .combiner import Combiner, binary_ufunc
 from .plans import Plan, Plans
@@ -54,6 +55,14 @@ class Evaluator:
     device:  a collectives DeviceView; None means a single device (1 replica, 1 partition).
     profile: when True, `self.profile` maps each executed instruction to
              [executions, seconds of its own time (excluding called computations)].
+    observer: when given, the module runs step by step without inlining calls and fusions,
+             and observer(inst, value, operands, sites) is called after every instruction
+             that computes a value (not those that only pass one through), outside the
+             computations that kernels apply per element (reduce, sort, map ...). sites is
+             the list of [instruction, iteration] of the calls, fusions, while loops and
+             conditionals the instruction runs in, outermost first; iteration counts the
+             completed runs of a while loop's body. Whatever the observer raises (other
+             than ValueError, ArithmeticError, MemoryError) stops the run.
 
     After `run`, `self.outfeed` holds the values written by `outfeed` and host `send`.
     An evaluator may run its module many times (plans and constant-derived values
@@ -61,7 +70,7 @@ class Evaluator:
     """
 
     def __init__(self, module: Module, *, seed: int = 0, infeed: Iterable = (), device=None,
-                 profile: bool = False, plans: Optional[Plans] = None):
+                 profile: bool = False, plans: Optional[Plans] = None, observer: Optional[Callable] = None):
         self.module = module
         self._seed = seed
         self._rng_state: Optional[RngState] = None
@@ -76,6 +85,8 @@ class Evaluator:
         self._entry_signature: Optional[list] = None
         self.profile: Optional[dict[Instruction, list]] = {} if profile else None
         self._child_time = 0.0
+        self.observer = observer
+        self.sites: list[list] = []   # (observer) [instruction, iteration] of the enclosing calls and loops
 
     # -- entry points
     @property
@@ -114,10 +125,10 @@ class Evaluator:
 
     def call(self, comp: Computation, args: Sequence[Value]) -> Value:
         """Evaluate a computation on argument values."""
+        plan = self.plans.plan(comp, observed=self.observer is not None)
         if _FP_ERRORS is None:
             with np.errstate(all="ignore"):  # inf and NaN are values like any other here
-                return self.execute(self.plans.plan(comp), args)
-        plan = self.plans.plan(comp)
+                return self.execute(plan, args)
         token = _FP_ERRORS.set(_IGNORE_FP_ERRORS)  # np.errstate(all="ignore") without its overhead
         try:
             return self.execute(plan, args)
@@ -129,6 +140,8 @@ class Evaluator:
         """Run a plan (of `self.plans`) on argument values: how handlers run called computations."""
         if self.profile is not None:
             return self._execute_stepwise(plan, args, self._run_steps_profiled)
+        if self.observer is not None:
+            return self._execute_observed(plan, args)
         run = self._compiled.get(plan)
         if run is None:
             if plan.code is None and not plan.ran:
@@ -156,10 +169,12 @@ class Evaluator:
     def _prefill(self, plan: Plan) -> list:
         """Compute a plan's static slots (once per evaluator)."""
         values: list = [None] * plan.size
-        if self.profile is None:
-            self._run_steps(plan.static_steps, values)
-        else:
+        if self.profile is not None:
             self._run_steps_profiled(plan.static_steps, values)
+        elif plan.observed:
+            self._run_steps_observed(plan.static_steps, values)
+        else:
+            self._run_steps(plan.static_steps, values)
         self._prefilled[plan] = values
         return values
 
@@ -189,6 +204,33 @@ class Evaluator:
             record[1] += elapsed - self._child_time
             self._child_time = outer_child_time + elapsed
 
+    def _execute_observed(self, plan: Plan, args: Sequence[Value]) -> Value:
+        """execute for an observer: the plans of called computations are observed ones (no
+        inlining) and a while loop's body run counts as one iteration of its site."""
+        if not plan.observed:
+            plan = self.plans.plan(plan.computation, plan.batched, observed=True)
+        result = self._execute_stepwise(plan, args, self._run_steps_observed)
+        site = self.sites[-1] if self.sites else None
+        if site is not None and site[0].opcode == Op.WHILE and site[0].attrs["body"] is plan.computation:
+            site[1] += 1
+        return result
+
+    def _run_steps_observed(self, steps: list, values: list) -> None:
+        observe, sites = self.observer, self.sites
+        for handler, inst, operands, slot in steps:
+            args = [values[i] for i in operands]
+            calls = inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE) or inst.opcode == Op.FUSION
+            if calls:
+                sites.append([inst, 0])
+            try:
+                values[slot] = handler(self, inst, args)
+            except _KERNEL_ERRORS as exc:
+                raise self._kernel_error(inst, exc) from None
+            finally:
+                if calls:
+                    sites.pop()
+            observe(inst, values[slot], args, sites)
+
     @staticmethod
     def _kernel_error(inst: Instruction, exc: Exception) -> HloError:
         return error(f"{inst.opcode} failed: {exc}", inst.loc)
@@ -203,9 +245,21 @@ class Evaluator:
                 fn = self._vectorised_fn(plan)
             else:
                 fn = self._elementwise_fn(comp)
+            if self.observer is not None:
+                fn = self._unobserved(fn)
             found = Combiner(fn, len(comp.parameters), binary_ufunc(comp), comp.name)
             self._combiners[id(comp)] = found
         return found
+
+    def _unobserved(self, fn: Callable) -> Callable:
+        """fn run without the observer: a computation applied per element is part of its caller."""
+        def run(*args):
+            observer, self.observer = self.observer, None
+            try:
+                return fn(*args)
+            finally:
+                self.observer = observer
+        return run
 
     def _vectorised_fn(self, plan: Plan) -> Callable:
         def fn(*args):

@@ -8,6 +8,9 @@ becomes one generated Python function (plan_code.py): one line per step, no disp
 loop, and where the declared types make it exact, the numpy call itself instead of the
 handler (the handlers' writers, see handlers.py).
 
+An *observed* plan (for an Evaluator with an observer) keeps calls and fusions as steps
+of their own and broadcasts whole, so that every instruction's value is there to look at.
+
 A called computation whose every instruction is a scalar elementwise op is also planned
 *batched* (`vectorisable`): evaluated on whole arrays of scalars at once, for the kernels
 that apply it per element (reduce, sort, scatter, map ...).
@@ -47,12 +50,13 @@ class Plan:
     the broadcasting to numpy: fewer steps, less per-instruction overhead.
     """
 
-    __slots__ = ("computation", "batched", "steps", "static_steps", "param_slots", "root_slot", "size", "code",
-                 "ran")
+    __slots__ = ("computation", "batched", "observed", "steps", "static_steps", "param_slots", "root_slot", "size",
+                 "code", "ran")
 
-    def __init__(self, comp: Computation, batched: bool):
-        builder = _PlanBuilder(batched)
+    def __init__(self, comp: Computation, batched: bool, observed: bool = False):
+        builder = _PlanBuilder(batched, observed)
         self.batched = batched
+        self.observed = observed
         self.code: Optional[PlanCode] = None  # the steps as generated Python, built on the second run
         self.ran = False  # whether an evaluator has run the plan (step by step) yet
         params = {p.attrs["parameter_number"]: builder.new_slot(p.shape) for p in comp.parameters}
@@ -66,8 +70,9 @@ class Plan:
 # --------------------------------------------------------------------------- building plans
 
 class _PlanBuilder:
-    def __init__(self, batched: bool):
+    def __init__(self, batched: bool, observed: bool = False):
         self.batched = batched
+        self.observed = observed
         self.size = 0
         self.steps: list[tuple] = []
         self.static: set[int] = set()
@@ -96,7 +101,7 @@ class _PlanBuilder:
         return slot_of[id(comp.root)]
 
     def add_instruction(self, inst: Instruction, operands: list[int]) -> int:
-        if HANDLERS.details(inst.opcode).get("inline"):
+        if HANDLERS.details(inst.opcode).get("inline") and not self.observed:
             (callee,) = inst.called_computations()
             return self.add_computation(callee, dict(enumerate(operands)))
         alias = self._alias(inst, operands)
@@ -157,7 +162,7 @@ class _PlanBuilder:
                 kept.append(step)
                 needed.update(step[2])
         kept.reverse()
-        if not self.batched:
+        if not self.batched and not self.observed:
             kept = _compact_broadcasts(kept, root)
         return [s for s in kept if s[3] in self.static], [s for s in kept if s[3] not in self.static]
 
@@ -342,14 +347,14 @@ class Plans:
         self._attributes: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
-    def plan(self, comp: Computation, batched: bool = False) -> Plan:
-        key = (comp, batched)  # (computations hash by identity)
+    def plan(self, comp: Computation, batched: bool = False, observed: bool = False) -> Plan:
+        key = (comp, batched, observed)  # (computations hash by identity)
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
                 plan = self._plans.get(key)
                 if plan is None:
-                    plan = self._plans[key] = Plan(comp, batched)
+                    plan = self._plans[key] = Plan(comp, batched, observed)
         return plan
 
     def code(self, plan: Plan) -> PlanCode:

@@ -159,20 +159,36 @@ def compare_outputs(xs: list[np.ndarray], ys: list[np.ndarray], rtol: Optional[f
     if len(xs) != len(ys):
         return f"{len(xs)} outputs against {len(ys)}"
     for i, (x, y) in enumerate(zip(xs, ys)):
-        x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape:
-            return f"output {i}: shape {x.shape} against {y.shape}"
-        r, a = default_tolerance(x.dtype)
-        r, a = (r if rtol is None else rtol), (a if atol is None else atol)
-        xn, yn = _as_numbers(x), _as_numbers(y)
-        if xn.dtype.kind in "biu":
-            bad = xn != yn
-        else:
-            bad = ~np.isclose(xn, yn, rtol=r, atol=a, equal_nan=True)
-        if np.any(bad):
-            index = tuple(int(j) for j in np.argwhere(bad)[0])
-            diff = np.abs(xn.astype(np.complex128 if xn.dtype.kind == "c" else np.float64) - yn)
-            worst = float(np.nanmax(diff)) if diff.size else 0.0
-            return (f"output {i}: {int(bad.sum())} of {bad.size} elements differ; first at {list(index)}: "
-                    f"{xn[index]!r} against {yn[index]!r}; max abs error {worst:.3g}")
+        found = difference(x, y, rtol, atol)
+        if found is not None:
+            return f"output {i}: {found}"
     return None
+
+
+def difference(x: np.ndarray, y: np.ndarray, rtol: Optional[float] = None,
+               atol: Optional[float] = None) -> Optional[str]:
+    """None when two arrays agree within tolerances (by default_tolerance of x's dtype unless
+    given; NaN equals NaN), else how many elements differ, the first one, and the largest
+    absolute and relative errors."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.shape != y.shape:
+        return f"shape {x.shape} against {y.shape}"
+    r, a = default_tolerance(x.dtype)
+    r, a = (r if rtol is None else rtol), (a if atol is None else atol)
+    xn, yn = _as_numbers(x), _as_numbers(y)
+    if xn.dtype.kind in "biu":
+        bad = xn != yn
+    else:
+        bad = ~np.isclose(xn, yn, rtol=r, atol=a, equal_nan=True)
+    if not np.any(bad):
+        return None
+    index = tuple(int(j) for j in np.argwhere(bad)[0])
+    wide = np.complex128 if xn.dtype.kind == "c" or yn.dtype.kind == "c" else np.float64
+    error = np.abs(xn.astype(wide) - yn.astype(wide))[bad]
+    scale = np.abs(xn.astype(wide))[bad]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(scale > 0, error / np.where(scale > 0, scale, 1), np.inf)
+    worst = float(np.nanmax(error)) if np.any(~np.isnan(error)) else float("nan")
+    worst_relative = float(np.nanmax(relative)) if np.any(~np.isnan(relative)) else float("nan")
+    return (f"{int(bad.sum())} of {bad.size} elements differ; first at {list(index)}: {xn[index].item()!r} against "
+            f"{yn[index].item()!r}; max abs error {worst:.3g}, max rel error {worst_relative:.3g} (rtol {r:g}, atol {a:g})")
