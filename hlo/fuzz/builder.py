@@ -56,6 +56,8 @@ def fits_exactly(t: PrimitiveType, bound: float, frac: int) -> bool:
     if t.is_integral or t.is_pred:
         return frac == 0 and bound <= largest(t)
     info = ml_dtypes.finfo(t.dtype)
+    if frac > -int(info.minexp) - 2:   # (also keeps 2 ** frac below the float range)
+        return False
     needed = max(1.0, bound) * 2.0 ** frac
     return needed < 2.0 ** significand_bits(t) and bound <= float(info.max) and frac <= -int(info.minexp) - 2
 

@@ -132,6 +132,14 @@ def _note_init(comp: Comp, kind: Optional[str], value, count: int) -> None:
         comp.module.features.add("non-identity-init")
 
 
+def _power_bound(base: float, exponent: int) -> float:
+    """base ** exponent, INF beyond the floats (a product of large values is not exact anyway)."""
+    try:
+        return base ** exponent
+    except OverflowError:
+        return INF
+
+
 def _reduce_bound(kind: Optional[str], x: Val, init: Val, count: int) -> tuple[float, int]:
     frac = max(x.frac, init.frac)
     if kind == Op.ADD:
@@ -141,7 +149,7 @@ def _reduce_bound(kind: Optional[str], x: Val, init: Val, count: int) -> tuple[f
     if has_trait(kind, Trait.IDEMPOTENT) and not x.type.is_integral:
         return max(x.bound, init.bound), frac
     if kind == Op.MULTIPLY:
-        return max(x.bound, init.bound, 1.0) ** min(count + 1, 60), x.frac * (count + 1)
+        return _power_bound(max(x.bound, init.bound, 1.0), min(count + 1, 60)), x.frac * (count + 1)
     return largest(x.type) if x.type.is_integral else max(x.bound, init.bound), frac
 
 

@@ -32,6 +32,11 @@ def test_every_opcode_has_a_generator_or_a_reason():
     assert not missing, f"opcodes the fuzzer neither generates nor explains: {missing}"
 
 
+def test_generation_of_a_product_of_many_large_values():
+    # seed 6823 reduces with multiply over many elements: its bound overflowed the floats
+    assert generate(6823).text
+
+
 def test_generation_is_deterministic():
     a, b = generate(17), generate(17)
     assert a.text == b.text and all(np.array_equal(x, y) for x, y in zip(a.inputs[0], b.inputs[0]))
