@@ -12,7 +12,17 @@ from .rewrite import Rewriter, unfused_instructions
 
 def _mixed_operands(inst) -> bool:
     types = mixed_types(inst)
-    return types is not None and types[2] is inst.shape.element_type and (types[0], types[1]) != (types[2], types[2])
+    return types is not None and types[2] is inst.shape.element_type and (types[0], types[1]) != (types[2], types[2]) \
+        and not _narrow_integer_product(*types)
+
+
+def _narrow_integer_product(a, b, out) -> bool:
+    """Both operands of one integer type narrower than an integer result that holds it (the
+    quantised int8 dot and convolution): every backend multiplies them in the result type as
+    they are, which is the same product, and the compiled one has kernels for exactly this
+    case (contraction.py); converting first would only cost memory and those kernels."""
+    return a is b and a.is_integral and out.is_integral and a.bits < out.bits \
+        and (out.is_signed_int or a.is_unsigned_int)
 
 
 @register
