@@ -157,6 +157,28 @@ def _ufunc_fast_path(combiner: Combiner, inputs, inits) -> Optional[np.ufunc]:
     return combiner.ufunc
 
 
+def _ordered_zeros(ufunc: np.ufunc, a, b) -> np.ndarray:
+    """ufunc(a, b); a maximum or minimum of floats orders zeros as XLA does (-0 < +0), which
+    numpy's does not."""
+    r = np.asarray(ufunc(a, b))
+    if ufunc not in (np.maximum, np.minimum) or not _is_float(r.dtype):
+        return r
+    zero = (a == 0) & (b == 0)
+    if not np.any(zero):
+        return r
+    sa, sb = np.signbit(a), np.signbit(b)
+    negative = (sa & sb) if ufunc is np.maximum else (sa | sb)
+    z = np.zeros((), r.dtype)
+    return np.where(zero, np.where(negative, -z, z), r).astype(r.dtype, copy=False)
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    try:
+        return type_of_dtype(dtype).is_float
+    except KeyError:
+        return False
+
+
 def _accumulation_dtype(ufunc: np.ufunc, dtype: np.dtype) -> np.dtype:
     """Sums and products of sub-f32 floats accumulate in f32 (like XLA:CPU)."""
     if ufunc in (np.add, np.multiply):
@@ -206,9 +228,13 @@ def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
     ufunc = _ufunc_fast_path(combiner, operands, inits)
     if ufunc is not None:
         acc_dtype = _accumulation_dtype(ufunc, dtypes[0])
-        total = ufunc.reduce(reduced_first(operands[0], dims).astype(acc_dtype, copy=False), axis=0,
-                             dtype=acc_dtype)
+        values = reduced_first(operands[0], dims).astype(acc_dtype, copy=False)
+        total = ufunc.reduce(values, axis=0, dtype=acc_dtype)
         start = np.full(kept_shape, inits[0], dtype=acc_dtype)
+        if ufunc in (np.maximum, np.minimum) and _is_float(acc_dtype):
+            # numpy does not order zeros: -0 < +0 in XLA's maximum and minimum
+            total = _signed_zero_extremum(values, (0,), total, ufunc is np.maximum)
+            return [_ordered_zeros(ufunc, start, total).astype(dtypes[0])]
         return [np.asarray(ufunc(start, total)).astype(dtypes[0])]
     results = reduce_in_order(lambda args: _apply(combiner, args, dtypes), operands, inits, dims)
     return [np.array(a) for a in results]
@@ -253,7 +279,7 @@ def reduce_window(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray], w
         index = _tap_slices(tap, window, out_dims)
         xs = [p[index] for p in padded]
         if ufunc is not None:
-            new = [ufunc(accs[0], xs[0]).astype(dtypes[0], copy=False)]
+            new = [_ordered_zeros(ufunc, accs[0], xs[0]).astype(dtypes[0], copy=False)]
         else:
             new = _apply(combiner, accs + xs, dtypes)
         if valid is not None:

@@ -474,3 +474,32 @@ def test_select_and_scatter_matches_naive_loops(case):
     expected = naive_select_and_scatter(operand, source, 1, w)
     np.testing.assert_array_equal(select_and_scatter(operand, source, s32(1), w, GE, scatter),
                                   expected)
+
+
+ZERO_REDUCER = """HloModule m
+r {
+  a = T[] parameter(0)
+  b = T[] parameter(1)
+  ROOT m = T[] OP(a, b)
+}
+ENTRY e {
+  x = T[4] parameter(0)
+  c = T[] constant(0)
+  whole = T[] reduce(x, c), dimensions={0}, to_apply=r
+  pairs = T[2] reduce-window(x, c), window={size=2 stride=2}, to_apply=r
+  ROOT t = (T[], T[2]) tuple(whole, pairs)
+}
+"""
+
+
+@pytest.mark.parametrize("t, dtype", [("f16", np.float16), ("bf16", ml_dtypes.bfloat16), ("f32", np.float32)])
+@pytest.mark.parametrize("op", ["minimum", "maximum"])
+def test_reductions_order_zeros_as_xla(t, dtype, op):
+    # found by the fuzzer: numpy's minimum leaves +0 against -0, XLA (and the compiled code) give -0
+    from hlo import parse_module
+    from hlo.interpreter import run
+    x = np.array([-0.0, 0.0, 0.0, -0.0], dtype)
+    whole, pairs = run(parse_module(ZERO_REDUCER.replace("T[", f"{t}[").replace("OP", op), "z.hlo"), x)
+    negative = op == "minimum"
+    assert bool(np.signbit(np.float32(whole))) is negative
+    assert np.signbit(np.asarray(pairs).astype(np.float32)).tolist() == [negative, negative]
