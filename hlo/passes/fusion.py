@@ -41,6 +41,7 @@ from ..opcodes import OPCODES, Op, Trait, has_trait, ops_with
 from .analysis import reachable_computations
 from .base import Pass, register
 from .fused_computation import FusedComputation
+from .rewrite import clone_computation
 
 # Which ops fuse, are heroes, are cheap or expensive: the table's traits (LOOP_FUSIBLE,
 # OUTPUT_FUSION_HERO, REDUCTION_FUSION_HERO, CHEAP, EXPENSIVE, EXPENSIVE_IF_COMPLEX, DIVISION,
@@ -71,12 +72,33 @@ class InstructionFusion(Pass):
         if module.entry is None:
             return False
         names = NameUniquer.for_module(module)
-        changed = False
-        for comp in computations_to_fuse(module):
+        changing = computations_to_fuse(module)
+        changed = unshare_fused_computations(module, changing, names)
+        for comp in changing:
             changed |= ComputationFuser(module, comp, names).run()
         if changed:  # merged bodies may call reducers defined after them: callees go first
             module.computations = module.callees_first()
         return changed
+
+
+def unshare_fused_computations(module: Module, changing: list[Computation], names: NameUniquer) -> bool:
+    """Give a fusion of `changing` a copy of its fused computation when other fusions call it
+    too (HLO text allows that; XLA's dumps never do it): the fuser edits a fusion's
+    computation in place, and drops it when the fusion is fused away."""
+    callers: dict[int, int] = {}
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode == Op.FUSION:
+                callers[id(inst.attrs["calls"])] = callers.get(id(inst.attrs["calls"]), 0) + 1
+    changed = False
+    for comp in changing:
+        for inst in comp.instructions:
+            body = inst.attrs["calls"] if inst.opcode == Op.FUSION else None
+            if body is not None and callers[id(body)] > 1:
+                callers[id(body)] -= 1
+                inst.attrs["calls"], _ = clone_computation(body, names, module)
+                changed = True
+    return changed
 
 
 def computations_to_fuse(module: Module) -> list[Computation]:
