@@ -4,10 +4,11 @@ Builds dump-style modules (parse_bench.build_module: `%` names, layouts, metadat
 line, elementwise ops, dots, slices, fusion calls) of --sizes instructions and times each
 phase on each: parse (text to IR), check (the verifier), the default pipeline, and a cold
 compile of the pipelined module (an empty object cache; the code generator's own pipeline
-off, since the module is already through it). Prints microseconds per instruction, and the
+off, since the module is already through it; one compile process, so that all its CPU time
+is this process's). Prints microseconds per instruction, and the
 growth from the smallest to the largest size (issue 12's target: at most 1.5x, i.e. close
-to linear time). Times are CPU seconds of this process and its compile workers
-(`resource.getrusage`), medians of --runs runs.
+to linear time). Times are CPU seconds of this process (`resource.getrusage`), medians of
+--runs runs.
 
     python benchmarks/scale_bench.py [--sizes 10000,30000,100000] [--runs 3] [--phases parse,check,pipeline,compile]
 """
@@ -60,7 +61,7 @@ def measure(text: str, phase: str) -> float:
     from hlo.codegen import CodegenOptions, JitExecutable  # lazy: llvmlite, only for the compile phase
     with tempfile.TemporaryDirectory() as cache:
         os.environ["XDG_CACHE_HOME"] = cache
-        return timed(lambda: JitExecutable(module, CodegenOptions(run_pipeline=False), threads=1))
+        return timed(lambda: JitExecutable(module, CodegenOptions(run_pipeline=False, jobs=1), threads=1))
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ in EMITTERS (`scratch_bytes`).
 from __future__ import annotations
 
 import enum
+import heapq
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -292,19 +293,23 @@ class _Assigner:
         return temp
 
     def _pack(self) -> None:
-        placed: list[Buffer] = []
+        """First fit by start of life. Buffers come in order of start, so one that ended before
+        the current start overlaps no later one either: it leaves the live set for good (which
+        keeps packing linear in the number of buffers, not quadratic)."""
+        live: list[tuple[int, int, Buffer]] = []   # heap by end of life
         top = 0
-        for buf in sorted((b for b in self.buffers if b.kind is BufferKind.ARENA), key=lambda b: (b.start, -b.size)):
+        arena = sorted((b for b in self.buffers if b.kind is BufferKind.ARENA), key=lambda b: (b.start, -b.size))
+        for n, buf in enumerate(arena):
+            while live and live[0][0] < buf.start:
+                heapq.heappop(live)
             size = _aligned(max(buf.size, 1))
-            busy = sorted((p for p in placed if not (p.end < buf.start or buf.end < p.start)),
-                          key=lambda p: p.offset)
             offset = 0
-            for p in busy:
+            for p in sorted((entry[2] for entry in live), key=lambda p: p.offset):
                 if offset + size <= p.offset:
                     break
                 offset = max(offset, p.offset + _aligned(max(p.size, 1)))
             buf.offset = offset
-            placed.append(buf)
+            heapq.heappush(live, (buf.end, n, buf))
             top = max(top, offset + size)
         self.a.temp_bytes = top
 

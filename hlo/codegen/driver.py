@@ -44,6 +44,7 @@ VECTOR_WORK = 1 << 14     # from this much a kernel gets O2 (below: O1 with vect
 HEAVY_WORK = 1 << 16      # and from this much a windowed loop nest gets O3
 LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels and the gemm library
 DRIVER_OPT_LEVEL = 0      # the driver's (see lower())
+CALLS_PER_BLOCK = 64      # a straight run of kernel calls is cut into basic blocks of this many
 LOOP_WEIGHT = 16          # an instruction in a while loop's body counts as running this many times
 LIBRARY_PREFIX = "hlo.lib."
 
@@ -233,6 +234,10 @@ class DriverLowering(Lowering):
             callee = ir.Function(self.llmod, ir.FunctionType(VOID, [PTR] * len(buffers)), name=code.name)
         self.b.call(callee, [self.pointer(buf) for buf in buffers])
         self.calls += 1
+        if self.calls % CALLS_PER_BLOCK == 0:
+            # code generation works block by block, in more than linear time in a block's length
+            self.b.branch(following := self.b.append_basic_block("calls"))
+            self.b.position_at_end(following)
 
     def _copy_results(self) -> None:
         for temp, param in self.a.result_stages:
