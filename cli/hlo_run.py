@@ -234,7 +234,6 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import CodegenOptions, JitExecutable, ProgressBar  # lazy: llvmlite, only for --backend cpu
-    from hlo.codegen.collective_runtime import run_compiled_devices  # lazy: llvmlite, as above
     from hlo.codegen.profiling import format_profile  # lazy: with the lines above
     if outfeed_file or infeeds:
         raise UsageError("--infeed and --outfeed need --backend interpreter")
@@ -246,8 +245,7 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
         if profile:
             raise UsageError("--backend cpu --profile profiles one device; use --backend interpreter for "
                              f"{devices} devices")
-        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads,
-                              run_compiled_devices, full)
+        _run_compiled_devices(module, per_device_args, output, print_result, protected, threads, full)
         return
     executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads,
                                progress=None if quiet else ProgressBar())
@@ -279,8 +277,9 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
 
 
 def _run_compiled_devices(module: Module, per_device_args: list, output: Optional[str], print_result: bool,
-                          protected: list, threads: Optional[int], run_compiled_devices, full: bool) -> None:
+                          protected: list, threads: Optional[int], full: bool) -> None:
     """--backend cpu on several devices: one compiled copy per device thread, collectives through the hooks."""
+    from hlo.codegen.collective_runtime import run_compiled_devices  # lazy: llvmlite, only for --backend cpu
     replicas, partitions = module.config.replica_count, module.config.num_partitions
     leaves = run_compiled_devices(module, per_device_args, replicas=replicas, partitions=partitions, threads=threads)
     shape = module.entry.root.shape

@@ -22,7 +22,7 @@ from ..opcodes import Op
 from ..interpreter import run_devices
 from ..passes.pass_manager import available_passes, run_pipeline
 from ..passes.pipelines import pipeline_text
-from ..runtime.values_io import array_leaves, from_storage
+from ..runtime.values_io import array_leaves, from_storage, to_storage
 from ..text.printer import format_module
 from .compare import difference
 from .program import Program
@@ -190,24 +190,12 @@ def _relayout_bitcast(inst) -> bool:
     return list(inst.shape.minor_to_major()) != list(inst.operands[0].shape.minor_to_major())
 
 
-def _as_storage(leaves: list, shapes) -> list:
-    """XLA's results as the interpreter's storage dtypes (the runner's files hold raw bits of
-    the types numpy lacks: int4 comes back as uint8)."""
-    out = []
-    for leaf, shape in zip(leaves, shapes):
-        leaf = np.asarray(leaf)
-        dtype = shape.element_type.dtype if shape.is_array else None
-        if dtype is not None and leaf.dtype != dtype and leaf.dtype.itemsize == np.dtype(dtype).itemsize:
-            leaf = leaf.view(dtype)
-        out.append(leaf)
-    return out
-
-
 def _compare_xla(program: Program, module, reference, shapes, found, xla, outcome: Outcome) -> None:
     leaf_types = [leaf.element_type.name for p in module.entry.parameters for _, leaf in p.shape.leaves()]
     inputs = [[from_storage(a) for a in args] for args in program.inputs]
     status, result = xla.run(program.text, inputs, program.replicas, leaf_types)
     if status == "ran":
-        _agree(program, reference, [_as_storage(device, shapes) for device in result], shapes, "xla", found)
+        _agree(program, reference, [[to_storage(leaf, shape) for leaf, shape in zip(device, shapes)] for device in result],
+               shapes, "xla", found)   # (the runner's files hold raw bits: int4 comes back as uint8)
     else:
         outcome.xla_refusals.append(f"seed {program.seed}: XLA {status}: {result}")

@@ -151,7 +151,10 @@ ML_DTYPES = {"bf16": "bfloat16", "f8e5m2": "float8_e5m2", "f8e4m3": "float8_e4m3
 
 
 def _to_file(a: np.ndarray) -> np.ndarray:
-    """ml_dtypes floats as their raw bits (np.savez cannot store them)."""
+    """What the project's files hold (values_io.file_dtype): ml_dtypes floats as their raw bits,
+    sub-byte integers (int4, uint2, ...) as int8 / uint8 numbers (np.savez can store neither)."""
+    if a.dtype.name.startswith(("int", "uint")) and a.dtype.kind == "V":
+        return a.astype(np.uint8 if a.dtype.name.startswith("u") else np.int8)
     return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "V" or a.dtype.name in ML_DTYPES.values() else a
 
 

@@ -111,11 +111,9 @@ _FAST_BINARY = {
 }
 
 
-_UINT_OF_FLOAT = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
-
-
 def _ieee_extremum(ufunc: np.ufunc, merge_bits: np.ufunc, is_max: bool) -> Callable:
-    """IEEE-754-2019 maximum/minimum (NaN propagates, -0 < +0) of f32/f64 arrays.
+    """IEEE-754-2019 maximum/minimum (NaN propagates, -0 < +0) of float arrays (f32/f64, and
+    f16, bf16 and the other ml_dtypes floats, whose numpy ufuncs tie zeros the same way).
 
     numpy's np.maximum/np.minimum propagate NaN but return one operand *by position*
     when -0 meets +0. Calling them with both operand orders gives both zeros there
@@ -133,7 +131,7 @@ def _ieee_extremum(ufunc: np.ufunc, merge_bits: np.ufunc, is_max: bool) -> Calla
             if is_max and not np.signbit(c):  # max(v, +0) is never -0
                 return as_array(ufunc(x, y)) + c
             break
-        uint = _UINT_OF_FLOAT[x.dtype]
+        uint = np.dtype(f"u{x.dtype.itemsize}")
         first, second = np.asarray(ufunc(x, y)), np.asarray(ufunc(y, x))
         return merge_bits(first.view(uint), second.view(uint)).view(x.dtype)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -157,19 +157,12 @@ def _ufunc_fast_path(combiner: Combiner, inputs, inits) -> Optional[np.ufunc]:
     return combiner.ufunc
 
 
-def _ordered_zeros(ufunc: np.ufunc, a, b) -> np.ndarray:
-    """ufunc(a, b); a maximum or minimum of floats orders zeros as XLA does (-0 < +0), which
-    numpy's does not."""
-    r = np.asarray(ufunc(a, b))
-    if ufunc not in (np.maximum, np.minimum) or not _is_float(r.dtype):
-        return r
-    zero = (a == 0) & (b == 0)
-    if not np.any(zero):
-        return r
-    sa, sb = np.signbit(a), np.signbit(b)
-    negative = (sa & sb) if ufunc is np.maximum else (sa | sb)
-    z = np.zeros((), r.dtype)
-    return np.where(zero, np.where(negative, -z, z), r).astype(r.dtype, copy=False)
+def _binary(ufunc: np.ufunc, dtype: np.dtype) -> Callable:
+    """ufunc as a binary kernel of dtype: for maximum/minimum of floats the IEEE one, which
+    orders -0 < +0 as XLA does (numpy's does not)."""
+    if ufunc in (np.maximum, np.minimum) and _is_float(dtype):
+        return FAST_FLOAT_BINARY[Op.MAXIMUM if ufunc is np.maximum else Op.MINIMUM]
+    return ufunc
 
 
 def _is_float(dtype: np.dtype) -> bool:
@@ -234,8 +227,7 @@ def reduce(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
         if ufunc in (np.maximum, np.minimum) and _is_float(acc_dtype):
             # numpy does not order zeros: -0 < +0 in XLA's maximum and minimum
             total = _signed_zero_extremum(values, (0,), total, ufunc is np.maximum)
-            return [_ordered_zeros(ufunc, start, total).astype(dtypes[0])]
-        return [np.asarray(ufunc(start, total)).astype(dtypes[0])]
+        return [np.asarray(_binary(ufunc, acc_dtype)(start, total)).astype(dtypes[0])]
     results = reduce_in_order(lambda args: _apply(combiner, args, dtypes), operands, inits, dims)
     return [np.array(a) for a in results]
 
@@ -275,11 +267,12 @@ def reduce_window(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray], w
     padded = [pad(x, np.zeros((), x.dtype), config) for x in operands]
     valid = _real_cells_mask(shape, window)
     ufunc = _ufunc_fast_path(combiner, operands, inits)
+    binary = _binary(ufunc, dtypes[0]) if ufunc is not None else None
     for tap in _taps(window):
         index = _tap_slices(tap, window, out_dims)
         xs = [p[index] for p in padded]
-        if ufunc is not None:
-            new = [_ordered_zeros(ufunc, accs[0], xs[0]).astype(dtypes[0], copy=False)]
+        if binary is not None:
+            new = [np.asarray(binary(accs[0], xs[0])).astype(dtypes[0], copy=False)]
         else:
             new = _apply(combiner, accs + xs, dtypes)
         if valid is not None:
