@@ -21,10 +21,11 @@ Who takes part follows XLA (`GetCollectiveOpGroupMode` / `GetParticipatingDevice
 use_global_device_ids attribute.) Empty groups mean one group of every id of the mode.
 The flattened id of a device is `replica_id * num_partitions + partition_id`.
 
-A rendezvous is keyed by (op kind, channel_id, member devices, how many times this device
-already ran that collective with those members), so repeated collectives pair up in
-order, and devices whose control flow diverges time out with a clear ValueError instead
-of hanging forever. `CollectiveContext.abort` releases every waiting device at once
+A rendezvous is keyed by (op kind, channel_id, member devices, the calling instruction, how
+many times this device already ran that collective there), so repeated collectives pair
+up in order, and devices whose control flow diverges (even to another instruction of the
+same kind and shapes, which XLA's rendezvous also keeps apart) time out with a clear
+ValueError instead of hanging forever or mixing their data. `CollectiveContext.abort` releases every waiting device at once
 (for when one device thread failed).
 """
 from __future__ import annotations
@@ -167,7 +168,7 @@ Combine = Callable[[list], list]   # member contributions (group order) -> membe
 class Meeting:
     """One collective call as every member sees it.
 
-    key:     identifies the call: (kind, channel_id, members, how many times before);
+    key:     identifies the call: (kind, channel_id, members, instruction, how many times before);
     members: flattened device ids, in group order;
     combine: every member's operands (group order) -> every member's results;
     fold:    for an all-reduce of one array: the combiner whose element-wise fold in group
@@ -384,7 +385,7 @@ class DeviceView:
 
     def _meet(self, kind: str, channel_id: Optional[int], members: tuple[int, ...],
               signature: tuple, arrays: Sequence[np.ndarray], combine: Combine, fold=None) -> Any:
-        base = (kind, channel_id, members)
+        base = (kind, channel_id, members, self.instruction)
         call_number = self._call_counts.get(base, 0)
         self._call_counts[base] = call_number + 1
         channel = "" if channel_id is None else f" channel_id={channel_id}"

@@ -24,6 +24,7 @@ Every wait has the collective timeout (hlo.runtime.mpi.MpiWorld.wait).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from typing import Any, Optional
@@ -37,6 +38,8 @@ from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _f
 # reducing in pieces: one exchange instead of two.
 PIECEWISE_MIN_BYTES = 64 * 1024
 _DIGEST_TAG = 77
+_DIGEST_BYTES = 20    # sha1
+RESULT_POOL = 3   # result buffers kept per group and size: a loop's value, its next, one held by the caller
 
 # Reductions whose result does not depend on the order, per numpy ufunc: MPI's built-in
 # operation for integers, and for pred (0/1 bytes).
@@ -64,6 +67,7 @@ class MpiCollectiveContext(CollectiveContext):
         self.per_rank = devices_per_rank(self.num_devices, world.size)
         self._buffers: dict[tuple, np.ndarray] = {}
         self._results: dict[tuple, list[np.ndarray]] = {}
+        self._plans: dict[tuple, _PiecePlan] = {}
 
     # -- placement
 
@@ -128,79 +132,84 @@ class MpiCollectiveContext(CollectiveContext):
         A rank keeps its own members' piece where it is (no copy to itself), and the folded
         piece goes straight into the result buffer that the all-gather fills in place. The
         ranks' digests of the call travel beside the pieces (no round trip of their own)."""
-        MPI, me = self.world.MPI, comm.Get_rank()
+        MPI = self.world.MPI
         sample = arrays[0][0]
-        n, itemsize, count = sample.size, sample.dtype.itemsize, len(ranks)
-        bounds = [n * r // count for r in range(count + 1)]
-        sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
-        offsets = _offsets(sizes)
+        plan = self._piece_plan(comm, ranks, meeting.members, sample.nbytes, sample.dtype.itemsize)
         flats = [np.ascontiguousarray(a[0]).reshape(-1).view(np.uint8) for a in arrays]
-        members_of = [tuple(m for m in meeting.members if self.rank_of(m) == rank) for rank in ranks]
         # what goes out: piece r of every local member, to rank r (nothing to this rank)
-        send_counts = [0 if r == me else sizes[r] * len(flats) for r in range(count)]
         if len(flats) == 1:
-            send, send_offsets = flats[0], [0 if r == me else offsets[r] for r in range(count)]
+            send, send_counts, send_offsets = flats[0], plan.send_counts, plan.send_offsets
         else:
-            send = np.concatenate([f[offsets[r]:offsets[r] + sizes[r]] for r in range(count) if r != me
-                                   for f in flats] or [np.empty(0, np.uint8)])
+            send = np.concatenate([f[plan.offsets[r]:plan.offsets[r] + plan.sizes[r]] for r in plan.peers
+                                   for f in flats])
+            send_counts = [size * len(flats) for size in plan.send_counts]
             send_offsets = _offsets(send_counts)
-        piece = sizes[me]
-        recv_counts = [0 if r == me else piece * len(members_of[r]) for r in range(count)]
-        recv = self._scratch(meeting.members, sum(recv_counts))
-        recv_offsets = _offsets(recv_counts)
+        recv = self._scratch(meeting.members, plan.recv_bytes)
         exchange = comm.Ialltoallv([send, send_counts, send_offsets, MPI.BYTE],
-                                   [recv, recv_counts, recv_offsets, MPI.BYTE])
-        self._exchange_checked(comm, ranks, meeting, description, exchange)
-        where = {m: (r, i) for r, ms in enumerate(members_of) for i, m in enumerate(ms)}
-        pieces = []
-        for m in meeting.members:        # group order: the threaded fold's order
-            r, i = where[m]
-            if r == me:
-                chunk = flats[i][offsets[me]:offsets[me] + piece]
-            else:
-                chunk = recv[recv_offsets[r] + i * piece:recv_offsets[r] + (i + 1) * piece]
-            pieces.append((chunk.view(sample.dtype),))
-        result = self._result_buffer(meeting.members, n * itemsize)
-        _fold_into(result[offsets[me]:offsets[me] + piece].view(sample.dtype), pieces, meeting.fold)
-        self.world.wait([comm.Iallgatherv(MPI.IN_PLACE, [result, sizes, offsets, MPI.BYTE])], meeting.label, ranks)
+                                   [recv, plan.recv_counts, plan.recv_offsets, MPI.BYTE])
+        self._exchange_checked(comm, ranks, meeting, description, exchange, plan)
+        mine = slice(plan.offsets[plan.me], plan.offsets[plan.me] + plan.piece)
+        pieces = [((flats[i][mine] if start is None else recv[start:start + plan.piece]).view(sample.dtype),)
+                  for i, start in plan.sources]          # group order: the threaded fold's order
+        result = self._result_buffer(meeting.members, sample.nbytes)
+        _fold_into(result[mine].view(sample.dtype), pieces, meeting.fold)
+        self.world.wait([comm.Iallgatherv(MPI.IN_PLACE, [result, plan.sizes, plan.offsets, MPI.BYTE])],
+                        meeting.label, ranks)
         return _shared_result([result.view(sample.dtype).reshape(sample.shape)], len(local))
 
-    def _exchange_checked(self, comm, ranks, meeting: Meeting, description: str, exchange) -> None:
-        """Complete `exchange`, the ranks' digests of the call sent alongside; a rank whose digest
-        differs (another call, other operands) is named."""
-        MPI, me = self.world.MPI, comm.Get_rank()
-        digest = np.frombuffer(hashlib.sha1(description.encode()).digest(), np.uint8)
-        theirs = np.zeros((len(ranks), digest.size), np.uint8)
-        peers = [r for r in range(len(ranks)) if r != me]
-        headers = [comm.Isend(digest, r, tag=_DIGEST_TAG) for r in peers]
-        headers += [comm.Irecv(theirs[r], r, tag=_DIGEST_TAG) for r in peers]
+    def _piece_plan(self, comm, ranks, members: tuple[int, ...], nbytes: int, itemsize: int) -> "_PiecePlan":
+        """Where each rank's piece lies and what travels where (computed once per group and size)."""
+        key = (members, nbytes, itemsize)
+        plan = self._plans.get(key)
+        if plan is None:
+            members_of = [tuple(m for m in members if self.rank_of(m) == rank) for rank in ranks]
+            plan = self._plans[key] = _PiecePlan(comm.Get_rank(), nbytes // itemsize, itemsize, members, members_of)
+        return plan
+
+    def _exchange_checked(self, comm, ranks, meeting: Meeting, description: str, exchange,
+                          plan: "_PiecePlan") -> None:
+        """Complete `exchange`, the ranks' digests of the call sent alongside (on the plan's
+        persistent requests: one call to start them); a rank whose digest differs (another
+        call, other operands) is named."""
+        MPI = self.world.MPI
+        digest = _digest(description)
+        headers = plan.digest_requests(comm, _DIGEST_TAG)
+        plan.digest_out[:] = digest
+        MPI.Prequest.Startall(headers)
         try:
             self.world.wait([exchange, *headers], meeting.label, ranks)
         except MPI.Exception as exc:  # sizes that disagree: the digests say why
             self.world.wait(headers, meeting.label, ranks)
-            self._raise_for_digests(ranks, meeting, digest, theirs, peers, description)
+            self._raise_for_digests(ranks, meeting, plan, description)
             raise ValueError(f"{meeting.label}: MPI failed: {exc}") from None
-        self._raise_for_digests(ranks, meeting, digest, theirs, peers, description)
+        if plan.digests_in.tobytes() != digest.tobytes() * len(plan.peers):
+            self._raise_for_digests(ranks, meeting, plan, description)
 
     @staticmethod
-    def _raise_for_digests(ranks, meeting, digest, theirs, peers, description) -> None:
-        for r in peers:
-            if not np.array_equal(theirs[r], digest):
+    def _raise_for_digests(ranks, meeting, plan: "_PiecePlan", description) -> None:
+        digest = _digest(description)
+        for k, r in enumerate(plan.peers):
+            if not np.array_equal(plan.digests_in[k], digest):
                 raise ValueError(f"{meeting.label}: rank {ranks[r]} is at another call or has other operands "
                                  f"than this rank's {description}")
 
     def _result_buffer(self, key, size: int) -> np.ndarray:
-        """Memory for a result: one of this group's earlier results that nothing refers to any
-        more (a loop's previous value, say), else new memory. Reusing pages spares the page
-        faults of fresh memory, a tenth of a large all-reduce's time."""
-        pool = self._results.setdefault(key, [])
-        for buffer in pool:
+        """Memory for a result: one of this group's earlier results of this size that nothing
+        refers to any more (a loop's previous value, say), else new memory that joins the pool in
+        place of its oldest buffer. Fresh pages cost a page fault each on first touch, several
+        times the all-reduce's own time per byte on a virtual machine; a caller that keeps one
+        result (the last value of a loop) costs one fresh buffer, not one every other call."""
+        pool = self._results.setdefault((key, size), [])
+        for k in range(len(pool)):
             # referenced only by the pool and by getrefcount's argument: free to overwrite
-            if buffer.size == size and sys.getrefcount(buffer) == 3:
+            if sys.getrefcount(pool[k]) == 2:
+                buffer = pool[k]
+                pool.append(pool.pop(k))      # most recently used last
                 return buffer
         buffer = np.empty(size, np.uint8)
-        if len(pool) < 2:
-            pool.append(buffer)
+        pool.append(buffer)
+        if len(pool) > RESULT_POOL:
+            del pool[0]                       # the least recently used, still in use elsewhere
         return buffer
 
     def _scratch(self, key, size: int) -> np.ndarray:
@@ -248,6 +257,49 @@ def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, n
     if name in ("SUM", "PROD") and dtype.kind == "i":
         dtype = np.dtype(f"u{dtype.itemsize}")    # wrap-around is defined for unsigned C types only
     return getattr(MPI, name), dtype
+
+
+class _PiecePlan:
+    """The layout of an all-reduce in pieces on one rank: piece r (of `sizes[r]` bytes at
+    `offsets[r]`) is folded by rank r; what this rank sends to and receives from each rank, and
+    where each member's copy of this rank's piece is (`sources`, in group order: (index among
+    the local operands, None) for a member of this rank, (None, offset in the receive buffer)
+    for the others)."""
+
+    def __init__(self, me: int, n: int, itemsize: int, members: tuple[int, ...], members_of: list[tuple]):
+        count = len(members_of)
+        bounds = [n * r // count for r in range(count + 1)]
+        self.me = me
+        self.sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
+        self.offsets = _offsets(self.sizes)
+        self.piece = self.sizes[me]
+        self.peers = [r for r in range(count) if r != me]
+        self.send_counts = [0 if r == me else self.sizes[r] for r in range(count)]
+        self.send_offsets = [0 if r == me else self.offsets[r] for r in range(count)]
+        self.recv_counts = [0 if r == me else self.piece * len(members_of[r]) for r in range(count)]
+        self.recv_offsets = _offsets(self.recv_counts)
+        self.recv_bytes = sum(self.recv_counts)
+        where = {m: (r, i) for r, ms in enumerate(members_of) for i, m in enumerate(ms)}
+        self.sources = []
+        for m in members:
+            r, i = where[m]
+            self.sources.append((i, None) if r == me else (None, self.recv_offsets[r] + i * self.piece))
+        self.digest_out = np.zeros(_DIGEST_BYTES, np.uint8)
+        self.digests_in = np.zeros((len(self.peers), _DIGEST_BYTES), np.uint8)
+        self._digest_requests: Optional[list] = None
+
+    def digest_requests(self, comm, tag: int) -> list:
+        """Persistent sends of `digest_out` to every peer and receives of theirs into `digests_in`."""
+        if self._digest_requests is None:
+            self._digest_requests = ([comm.Send_init(self.digest_out, r, tag=tag) for r in self.peers]
+                                     + [comm.Recv_init(self.digests_in[k], r, tag=tag)
+                                        for k, r in enumerate(self.peers)])
+        return self._digest_requests
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(description: str) -> np.ndarray:
+    return np.frombuffer(hashlib.sha1(description.encode()).digest(), np.uint8)
 
 
 def _fold_into(out: np.ndarray, pieces: list, combiner) -> None:

@@ -139,3 +139,54 @@ def test_ranks_running_different_modules_are_named(tmp_path):
     result = subprocess.run(list(map(str, command)), capture_output=True, text=True, timeout=200, cwd=ROOT)
     assert result.returncode != 0
     assert "rank 1 differs from rank 0 in its module" in result.stderr, result.stderr
+
+
+DIVERGING = """HloModule diverge, replica_count=2
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(%a, %b)
+}
+
+%first (x: f32[N]) -> f32[N] {
+  %x = f32[N] parameter(0)
+  ROOT %ar_first = f32[N] all-reduce(%x), replica_groups={}, to_apply=%add
+}
+
+%second (x: f32[N]) -> f32[N] {
+  %x = f32[N] parameter(0)
+  ROOT %ar_second = f32[N] all-reduce(%x), replica_groups={}, to_apply=%add
+}
+
+ENTRY %main {
+  %x = f32[N] parameter(0)
+  %id = u32[] replica-id()
+  %zero = u32[] constant(0)
+  %is0 = pred[] compare(%id, %zero), direction=EQ
+  ROOT %r = f32[N] conditional(%is0, %x, %x), true_computation=%first, false_computation=%second
+}
+"""
+
+
+@pytest.mark.parametrize("elements", [64, 40000])      # gathered whole; reduced in pieces
+def test_ranks_at_different_collectives_are_named(tmp_path, elements):
+    """Same sizes, different instructions (control flow that diverges by replica): in the threaded
+    run a time-out; over MPI every rank names the other at once instead of mixing their data."""
+    module = tmp_path / "diverge.hlo"
+    module.write_text(DIVERGING.replace("[N]", f"[{elements}]"))
+    result = mpirun(2, ["-m", "hlo_cli.hlo_run", module, "--random-inputs", "--no-print"], timeout=200)
+    assert result.returncode != 0
+    for rank in (0, 1):
+        line = next(line for line in result.stderr.splitlines() if line.startswith(f"rank {rank}:"))
+        assert "is at another call or has other operands" in line and "diverge.hlo:" in line, result.stderr
+    assert "%ar_first" in result.stderr and "%ar_second" in result.stderr
+
+
+def test_devices_at_different_collectives_time_out_in_one_process(tmp_path):
+    """The threads of one process: the two all-reduces never meet (as in XLA), a located time-out."""
+    module = tmp_path / "diverge.hlo"
+    module.write_text(DIVERGING.replace("[N]", "[64]"))
+    result = subprocess.run([sys.executable, "-m", "hlo_cli.hlo_run", module, "--random-inputs", "--no-print",
+                             "--collective-timeout", "2"], capture_output=True, text=True, timeout=200, cwd=ROOT)
+    assert result.returncode == 1 and "timed out" in result.stderr and "diverge.hlo:" in result.stderr, result.stderr
