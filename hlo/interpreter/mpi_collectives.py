@@ -24,7 +24,6 @@ Every wait has the collective timeout (hlo.runtime.mpi.MpiWorld.wait).
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import sys
 from typing import Any, Optional
@@ -297,7 +296,6 @@ class _PiecePlan:
         return self._digest_requests
 
 
-@functools.lru_cache(maxsize=256)
 def _digest(description: str) -> np.ndarray:
     return np.frombuffer(hashlib.sha1(description.encode()).digest(), np.uint8)
 

@@ -138,6 +138,17 @@ case("all_reduce_large", [("f32", (40000,), "normal"), ("bf16", (33001,), "norma
   %b = bf16[33001] all-reduce(%q), replica_groups={}, to_apply=%add_bf16
   ROOT %t = (f32[40000], f32[40000], bf16[33001]) tuple(%s, %g, %b)""")
 
+# Chained all-reduces in pieces whose every result is kept: a result buffer is reused only when
+# nothing refers to it any more (mpi_collectives keeps a pool of them per group and size).
+case("all_reduce_large_results_kept", [("f32", (40000,), "normal")], """
+  %p = f32[40000] parameter(0)
+  %a = f32[40000] all-reduce(%p), replica_groups={}, to_apply=%add_f32
+  %b = f32[40000] all-reduce(%a), replica_groups={}, to_apply=%add_f32
+  %c = f32[40000] all-reduce(%b), replica_groups={}, to_apply=%axpb_f32
+  %d = f32[40000] all-reduce(%c), replica_groups={}, to_apply=%add_f32
+  %e = f32[40000] all-reduce(%d), replica_groups={}, to_apply=%add_f32
+  ROOT %t = (f32[40000], f32[40000], f32[40000], f32[40000], f32[40000]) tuple(%a, %b, %c, %d, %e)""")
+
 case("all_reduce_integers", [("s32", (4096,), "huge"), ("s64", (17,), "huge"), ("u8", (33,), "normal"),
                              ("pred", (12,), "normal")], """
   %i = s32[4096] parameter(0)
