@@ -265,9 +265,10 @@ def _with_memory_check(inst: Instruction, handler: Callable) -> Callable:
     """The handler, after checking that the result fits in memory (resources.py); it has no
     writer, so plans call it rather than a numpy expression."""
     nbytes = inst.shape.byte_size()
+    what = f"the result {inst.shape.without_layout()} of '{inst.opcode}'"
 
     def run(ev, inst, ops):
-        check_allocation(nbytes, f"the result {inst.shape.without_layout()} of '{inst.opcode}'", inst.loc)
+        check_allocation(nbytes, what, inst.loc)
         return handler(ev, inst, ops)
     return run
 

@@ -19,8 +19,8 @@ from typing import Optional
 from ..diagnostics import SourceLoc, error
 
 _limit: Optional[int] = None
-MEMINFO_TTL_SECONDS = 0.1
-_meminfo_cache: tuple[float, int] = (float("-inf"), 0)
+AVAILABLE_TTL_SECONDS = 0.1
+_available_cache: tuple[float, int] = (float("-inf"), 0)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -32,13 +32,13 @@ def set_memory_limit(nbytes: Optional[int]) -> None:
 
 def memory_limit() -> int:
     """Bytes one allocation may take now."""
-    return _limit if _limit is not None else available_memory()
+    return _limit if _limit is not None else _recent_available_memory()
 
 
 def available_memory() -> int:
     """The memory the process could still get: the system's available memory, within the
     address-space and data-size limits set on the process."""
-    available = _recent_meminfo_available()
+    available = _meminfo_available()
     for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
         soft, _ = resource.getrlimit(which)
         if soft != resource.RLIM_INFINITY:
@@ -46,16 +46,16 @@ def available_memory() -> int:
     return available
 
 
-def _recent_meminfo_available() -> int:
-    """The system's available memory as read at most MEMINFO_TTL_SECONDS ago: a loop that
-    makes a large result per iteration (an all-reduce of 1 MB takes about 0.3 ms) need not
-    read /proc/meminfo (about 50 us) each time."""
-    global _meminfo_cache
+def _recent_available_memory() -> int:
+    """available_memory() as found at most AVAILABLE_TTL_SECONDS ago: a loop that makes a large
+    result per iteration (an all-reduce of 1 MB over MPI takes about 0.3 ms) need not read
+    /proc/meminfo (about 50 us) each time."""
+    global _available_cache
     now = time.monotonic()
-    read_at, value = _meminfo_cache
-    if now - read_at > MEMINFO_TTL_SECONDS:
-        value = _meminfo_available()
-        _meminfo_cache = (now, value)
+    found_at, value = _available_cache
+    if now - found_at > AVAILABLE_TTL_SECONDS:
+        value = available_memory()
+        _available_cache = (now, value)
     return value
 
 
