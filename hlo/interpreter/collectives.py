@@ -353,6 +353,7 @@ class DeviceView:
         self.partition_id = partition_id
         self.flat_id = replica_id * context.num_partitions + partition_id
         self._call_counts: dict[tuple, int] = {}
+        self._labels: dict[tuple, tuple[str, str]] = {}
         self.instruction = ""       # the instruction calling (for messages), set by `at`
 
     def __repr__(self) -> str:
@@ -378,6 +379,18 @@ class DeviceView:
                              f"replica_groups {_as_id_groups(groups)} ({mode.value} mode)")
         return group
 
+    def _label_parts(self, base: tuple) -> tuple[str, str]:
+        """The label of a call at `base` is before + call number + after (made once per base:
+        a loop calls the same collective many times)."""
+        parts = self._labels.get(base)
+        if parts is None:
+            kind, channel_id, members, instruction = base
+            channel = "" if channel_id is None else f" channel_id={channel_id}"
+            name = f" {instruction}" if instruction else ""
+            parts = self._labels[base] = (f"collective {kind}{name}{channel} (call #",
+                                          f" over devices {self.context.describe_all(members)})")
+        return parts
+
     def at(self, inst) -> "DeviceView":
         """Name the instruction about to call a collective (for messages); returns self."""
         self.instruction = f"%{inst.name}"
@@ -388,10 +401,8 @@ class DeviceView:
         base = (kind, channel_id, members, self.instruction)
         call_number = self._call_counts.get(base, 0)
         self._call_counts[base] = call_number + 1
-        channel = "" if channel_id is None else f" channel_id={channel_id}"
-        name = f" {self.instruction}" if self.instruction else ""
-        label = (f"collective {kind}{name}{channel} (call #{call_number + 1} over devices "
-                 f"{self.context.describe_all(members)})")
+        before, after = self._label_parts(base)
+        label = f"{before}{call_number + 1}{after}"
         arrays = tuple(np.asarray(a) for a in arrays)
         meeting = Meeting(base + (call_number,), label, members, combine, fold)
         return self.context.exchange(meeting, self.flat_id, _Contribution(signature, arrays))

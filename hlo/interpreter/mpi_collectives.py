@@ -67,6 +67,7 @@ class MpiCollectiveContext(CollectiveContext):
         self._buffers: dict[tuple, np.ndarray] = {}
         self._results: dict[tuple, list[np.ndarray]] = {}
         self._plans: dict[tuple, _PiecePlan] = {}
+        self._sites: dict[tuple, _CallSite] = {}
 
     # -- placement
 
@@ -87,20 +88,32 @@ class MpiCollectiveContext(CollectiveContext):
     # -- across ranks
 
     def _finish(self, meeting: Meeting, local: tuple[int, ...], contributions: list) -> list:
-        ranks = tuple(sorted({self.rank_of(m) for m in meeting.members}))
-        if ranks == (self.world.rank,):
+        site = self._call_site(meeting, contributions[0])
+        if site.ranks == (self.world.rank,):
             return super()._finish(meeting, local, contributions)
-        self._check_agreement(meeting.label, local, contributions)
-        comm = self.world.comm_for(meeting.members, ranks, meeting.label)
+        if len(contributions) > 1:
+            self._check_agreement(meeting.label, local, contributions)
+        if site.comm is None:
+            site.comm = self.world.comm_for(meeting.members, site.ranks, meeting.label)
+        comm, ranks = site.comm, site.ranks
         arrays = [c.arrays for c in contributions]
-        description = _describe(meeting, contributions[0])
-        op = _builtin_op(meeting, arrays[0], self.world.MPI)
-        if op is None and meeting.fold is not None and arrays[0][0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES:
+        description = f"{site.description}, call #{meeting.key[-1] + 1}"
+        if site.in_pieces:
             return self._all_reduce_in_pieces(comm, ranks, meeting, local, arrays, description)
         self._check_across(comm, ranks, meeting, description)
-        if op is not None:
-            return self._all_reduce_builtin(comm, ranks, meeting, arrays, op)
+        if site.builtin is not None:
+            return self._all_reduce_builtin(comm, ranks, meeting, arrays, site.builtin)
         return self._gather_and_combine(comm, ranks, meeting, local, arrays)
+
+    def _call_site(self, meeting: Meeting, contribution) -> "_CallSite":
+        """What the calls of this collective at this instruction over this group share (found
+        on the first call; again when the operands' types change)."""
+        key = meeting.key[:-1]
+        site = self._sites.get(key)
+        if site is None or not site.matches(meeting, contribution):
+            ranks = tuple(sorted({self.rank_of(m) for m in meeting.members}))
+            site = self._sites[key] = _CallSite(key, ranks, contribution, meeting, self.world.MPI)
+        return site
 
     def _check_across(self, comm, ranks, meeting: Meeting, description: str) -> None:
         """Every rank must be at the same call with operands of the same types and shapes."""
@@ -235,10 +248,35 @@ class MpiCollectiveContext(CollectiveContext):
         return [results[meeting.members.index(m)] for m in local]
 
 
-def _describe(meeting: Meeting, contribution) -> str:
-    """What every rank of a call must agree on: the call, its attributes, its operands' types."""
-    return repr((meeting.key, contribution.signature,
-                 tuple((a.dtype.str, a.shape) for a in contribution.arrays)))
+class _CallSite:
+    """One collective instruction over one group of devices, as its calls on this rank share
+    it: the ranks and their communicator, the operand types (`matches`), MPI's built-in
+    operation when it gives the threads' bits, whether it is reduced in pieces, and the
+    description every rank must agree on (each call adds its number)."""
+    __slots__ = ("ranks", "comm", "signature", "types", "reduction", "builtin", "in_pieces", "description")
+
+    def __init__(self, key: tuple, ranks: tuple[int, ...], contribution, meeting: Meeting, MPI):
+        arrays = contribution.arrays
+        self.ranks = ranks
+        self.comm = None
+        self.signature = contribution.signature
+        self.types = tuple((a.dtype, a.shape) for a in arrays)
+        self.reduction = _reduction(meeting)
+        self.builtin = _builtin_op(meeting, arrays, MPI)
+        self.in_pieces = (self.builtin is None and meeting.fold is not None
+                          and arrays[0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES)
+        self.description = repr((key, self.signature, tuple((a.dtype.str, a.shape) for a in arrays)))
+
+    def matches(self, meeting: Meeting, contribution) -> bool:
+        arrays = contribution.arrays
+        return (contribution.signature == self.signature and _reduction(meeting) == self.reduction
+                and len(arrays) == len(self.types)
+                and all(a.dtype == dtype and a.shape == shape for a, (dtype, shape) in zip(arrays, self.types)))
+
+
+def _reduction(meeting: Meeting) -> tuple:
+    """What decides how an all-reduce may travel: whether it folds, and with which ufunc."""
+    return meeting.fold is None, getattr(meeting.fold, "ufunc", None)
 
 
 def _builtin_op(meeting: Meeting, operands: tuple, MPI) -> Optional[tuple[Any, np.dtype]]:
