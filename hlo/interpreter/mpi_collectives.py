@@ -31,6 +31,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..runtime.mpi import MpiWorld
+from ..runtime.mpi_shared import MAX_WINDOW_BYTES, SharedWindow, all_on_one_node, shared_memory_enabled
 from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _fold, _shared_result
 
 # All-reduces smaller than this (bytes, over every member) gather everything instead of
@@ -38,6 +39,7 @@ from .collectives import DEFAULT_TIMEOUT_SECONDS, CollectiveContext, Meeting, _f
 PIECEWISE_MIN_BYTES = 64 * 1024
 _DIGEST_TAG = 77
 _DIGEST_BYTES = 20    # sha1
+_HEADER_BYTES = 32    # a rank's digest in a shared window, padded
 RESULT_POOL = 3   # result buffers kept per group and size: a loop's value, its next, one held by the caller
 
 # Reductions whose result does not depend on the order, per numpy ufunc: MPI's built-in
@@ -68,6 +70,7 @@ class MpiCollectiveContext(CollectiveContext):
         self._results: dict[tuple, list[np.ndarray]] = {}
         self._plans: dict[tuple, _PiecePlan] = {}
         self._sites: dict[tuple, _CallSite] = {}
+        self._windows: dict[tuple, Optional[SharedWindow]] = {}
 
     # -- placement
 
@@ -95,15 +98,62 @@ class MpiCollectiveContext(CollectiveContext):
             self._check_agreement(meeting.label, local, contributions)
         if site.comm is None:
             site.comm = self.world.comm_for(meeting.members, site.ranks, meeting.label)
+            if site.folds:
+                site.window = self._window_for(meeting.members, site.comm, site.ranks, meeting.label)
         comm, ranks = site.comm, site.ranks
         arrays = [c.arrays for c in contributions]
         description = f"{site.description}, call #{meeting.key[-1] + 1}"
+        if site.window is not None and site.shared_bytes <= MAX_WINDOW_BYTES // 2:
+            return self._all_reduce_shared(site, meeting, local, arrays, description)
         if site.in_pieces:
             return self._all_reduce_in_pieces(comm, ranks, meeting, local, arrays, description)
         self._check_across(comm, ranks, meeting, description)
         if site.builtin is not None:
             return self._all_reduce_builtin(comm, ranks, meeting, arrays, site.builtin)
         return self._gather_and_combine(comm, ranks, meeting, local, arrays)
+
+    def _window_for(self, members: tuple[int, ...], comm, ranks, what: str) -> Optional[SharedWindow]:
+        """The group's shared memory window when all its ranks run on this machine (found once
+        per group, by a collective call of its ranks)."""
+        if members not in self._windows:
+            together = shared_memory_enabled() and all_on_one_node(self.world, comm, what, ranks)
+            self._windows[members] = SharedWindow(self.world, comm) if together else None
+        return self._windows[members]
+
+    def _all_reduce_shared(self, site: "_CallSite", meeting: Meeting, local: tuple[int, ...], arrays: list,
+                           description: str) -> list:
+        """Through the group's shared memory: every rank writes its members' operands and its
+        digest of the call into this call's half of the window, meets the others at one
+        barrier, checks their digests, and folds every member's operand in group order (the
+        threads' fold) straight from the window into its result."""
+        window, ranks = site.window, site.ranks
+        if not window.fits(site.shared_bytes):
+            self._check_across(site.comm, ranks, meeting, description)   # the same call on every rank
+            window.grow(site.shared_bytes, meeting.label, ranks)
+        half = window.next_half()
+        me, slot = site.comm.Get_rank(), site.slot_bytes
+        digest = _digest(description)
+        headers = half[:len(ranks) * _HEADER_BYTES].reshape(len(ranks), _HEADER_BYTES)
+        headers[me, :_DIGEST_BYTES] = digest
+        sample = arrays[0][0]
+        for member, operands in zip(local, arrays):
+            start = site.slots_start + site.position[member] * slot
+            half[start:start + sample.nbytes] = np.ascontiguousarray(operands[0]).reshape(-1).view(np.uint8)
+        window.barrier(meeting.label, ranks)
+        if not (headers[:, :_DIGEST_BYTES] == digest).all():
+            self._raise_for_headers(ranks, me, meeting, headers, digest, description)
+        pieces = [(half[start:start + sample.nbytes].view(sample.dtype),)
+                  for start in range(site.slots_start, site.slots_start + len(meeting.members) * slot, slot)]
+        result = self._result_buffer(meeting.members, sample.nbytes)
+        _fold_into(result.view(sample.dtype), pieces, meeting.fold)
+        return _shared_result([result.view(sample.dtype).reshape(sample.shape)], len(local))
+
+    @staticmethod
+    def _raise_for_headers(ranks, me: int, meeting: Meeting, headers: np.ndarray, digest, description: str) -> None:
+        for k, rank in enumerate(ranks):
+            if k != me and not np.array_equal(headers[k, :_DIGEST_BYTES], digest):
+                raise ValueError(f"{meeting.label}: rank {rank} is at another call or has other operands "
+                                 f"than this rank's {description}")
 
     def _call_site(self, meeting: Meeting, contribution) -> "_CallSite":
         """What the calls of this collective at this instruction over this group share (found
@@ -253,7 +303,8 @@ class _CallSite:
     it: the ranks and their communicator, the operand types (`matches`), MPI's built-in
     operation when it gives the threads' bits, whether it is reduced in pieces, and the
     description every rank must agree on (each call adds its number)."""
-    __slots__ = ("ranks", "comm", "signature", "types", "reduction", "builtin", "in_pieces", "description")
+    __slots__ = ("ranks", "comm", "signature", "types", "reduction", "builtin", "folds", "in_pieces", "description",
+                 "window", "position", "slot_bytes", "slots_start", "shared_bytes")
 
     def __init__(self, key: tuple, ranks: tuple[int, ...], contribution, meeting: Meeting, MPI):
         arrays = contribution.arrays
@@ -263,8 +314,14 @@ class _CallSite:
         self.types = tuple((a.dtype, a.shape) for a in arrays)
         self.reduction = _reduction(meeting)
         self.builtin = _builtin_op(meeting, arrays, MPI)
-        self.in_pieces = (self.builtin is None and meeting.fold is not None
-                          and arrays[0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES)
+        self.folds = self.builtin is None and meeting.fold is not None and arrays[0].nbytes > 0
+        self.in_pieces = self.folds and arrays[0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES
+        # in a shared window half: a header (digest) per rank, then one slot per member in group order
+        self.window: Optional[SharedWindow] = None
+        self.position = {m: k for k, m in enumerate(meeting.members)}
+        self.slot_bytes = _round64(arrays[0].nbytes)
+        self.slots_start = _round64(len(ranks) * _HEADER_BYTES)
+        self.shared_bytes = self.slots_start + len(meeting.members) * self.slot_bytes
         self.description = repr((key, self.signature, tuple((a.dtype.str, a.shape) for a in arrays)))
 
     def matches(self, meeting: Meeting, contribution) -> bool:
@@ -352,6 +409,10 @@ def _fold_into(out: np.ndarray, pieces: list, combiner) -> None:
 
 _EXACT_UFUNCS = (np.add, np.multiply)   # (numpy's maximum and minimum order -0 and +0 otherwise than XLA)
 _EXACT_UFUNC_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _round64(n: int) -> int:
+    return (n + 63) // 64 * 64
 
 
 def _offsets(counts: list[int]) -> list[int]:

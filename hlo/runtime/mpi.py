@@ -192,18 +192,32 @@ class MpiWorld:
             return comm
         group = self.data.Get_group().Incl(list(ranks))
         tag = zlib.crc32(repr(key).encode()) % 32000
-        made: dict[str, Any] = {}
-        # Create_group blocks until every member calls it: run it aside, wait with the timeout.
-        worker = threading.Thread(target=lambda: made.setdefault("comm", self.data.Create_group(group, tag)),
-                                  daemon=True, name="hlo-mpi-comm")
-        worker.start()
-        self._poll(lambda: not worker.is_alive(), f"{what} (setting up the group of ranks {list(ranks)})", ranks)
-        group.Free()
-        if "comm" not in made:
-            raise CollectiveTimeout(f"{what}: could not set up the group of ranks {list(ranks)}")
+        try:
+            comm = self.collectively(lambda: self.data.Create_group(group, tag),
+                                     f"{what} (setting up the group of ranks {list(ranks)})", ranks)
+        finally:
+            group.Free()
         with self._comms_lock:
-            self._comms[key] = made["comm"]
-        return made["comm"]
+            self._comms[key] = comm
+        return comm
+
+    def collectively(self, blocking: Callable[[], Any], what: str, peers: Sequence[int]) -> Any:
+        """The result of a blocking MPI call that every rank of a group must make (creating a
+        communicator or a window): run aside, waited for with the collective timeout."""
+        made: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                made["result"] = blocking()
+            except BaseException as exc:   # handed to the waiting thread
+                made["error"] = exc
+
+        worker = threading.Thread(target=run, daemon=True, name="hlo-mpi-collective")
+        worker.start()
+        self._poll(lambda: not worker.is_alive(), what, peers)
+        if "error" in made:
+            raise ValueError(f"{what}: {made['error']}") from None
+        return made["result"]
 
     # -- whole-job operations
 

@@ -1,5 +1,6 @@
 """Every collective form under mpiexec (2 ranks of two devices, 4 ranks of one) gives the bits of the
 run in one process (devices as threads)."""
+import os
 import subprocess
 import sys
 
@@ -21,16 +22,23 @@ def cases(tmp_path_factory):
     return folder
 
 
-def _over_mpi(cases, ranks: int, names, tag: str, options: str = "") -> None:
+def _over_mpi(cases, ranks: int, names, tag: str, options: str = "", env=None) -> None:
     """Run every named case in one MPI job of `ranks` ranks; each must give the threaded run's bits."""
-    run_cases(ranks, [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.{tag}.npz{options}" for n in names])
+    run_cases(ranks, [f"{cases}/{n}.hlo|{cases}/{n}.inputs.npz|{cases}/{n}.{tag}.npz{options}" for n in names],
+              env=env)
     for name in names:
         assert_same_bits(cases / f"{name}.threads.npz", cases / f"{name}.{tag}.npz")
 
 
+# All-reduces go through a shared memory window when the ranks share a machine (as here), or as
+# MPI messages (between machines; forced here with HLO_MPI_SHARED_MEMORY=0).
+TRANSPORTS = {"shared-memory": None, "messages": {**os.environ, "HLO_MPI_SHARED_MEMORY": "0"}}
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 @pytest.mark.parametrize("ranks", [2, 4])
-def test_every_collective_form_matches_the_threaded_run(cases, ranks):
-    _over_mpi(cases, ranks, sorted(CASES), f"mpi{ranks}")
+def test_every_collective_form_matches_the_threaded_run(cases, ranks, transport):
+    _over_mpi(cases, ranks, sorted(CASES), f"mpi{ranks}-{transport}", env=TRANSPORTS[transport])
 
 
 COMPILED = sorted(set(CASES) - NOT_COMPILED)

@@ -169,13 +169,16 @@ ENTRY %main {
 """
 
 
-@pytest.mark.parametrize("elements", [64, 40000])      # gathered whole; reduced in pieces
-def test_ranks_at_different_collectives_are_named(tmp_path, elements):
+@pytest.mark.parametrize("shared_memory", ["1", "0"])
+@pytest.mark.parametrize("elements", [64, 40000])      # messages: gathered whole; reduced in pieces
+def test_ranks_at_different_collectives_are_named(tmp_path, elements, shared_memory):
     """Same sizes, different instructions (control flow that diverges by replica): in the threaded
     run a time-out; over MPI every rank names the other at once instead of mixing their data."""
     module = tmp_path / "diverge.hlo"
     module.write_text(DIVERGING.replace("[N]", f"[{elements}]"))
-    result = mpirun(2, ["-m", "hlo_cli.hlo_run", module, "--random-inputs", "--no-print"], timeout=200)
+    result = mpirun(2, ["-m", "hlo_cli.hlo_run", module, "--random-inputs", "--no-print"], timeout=200,
+                    launcher_options=["-disable-auto-cleanup"],    # let both ranks say it
+                    env={**os.environ, "HLO_MPI_SHARED_MEMORY": shared_memory})
     assert result.returncode != 0
     for rank in (0, 1):
         line = next(line for line in result.stderr.splitlines() if line.startswith(f"rank {rank}:"))
