@@ -12,11 +12,15 @@ rendezvous, then the last of them takes the meeting across ranks for all of them
 * an all-reduce of one array whose `to_apply` is add, multiply, min, max, and, or or
   xor on integers or pred runs MPI's built-in reduction: the result does not depend
   on the order, so it is bit for bit the threaded one;
-* any other all-reduce of one array is reduced in pieces: rank r receives piece r
-  of every member (MPI all-to-all), folds the pieces in group order with the same
-  combiner as the threads, and every rank gathers the folded pieces: the threaded
-  run's order for every element, at the bandwidth of MPI's own reduce-scatter +
-  all-gather algorithm;
+* any other all-reduce of one array goes through the group's shared memory window when
+  its ranks share a machine (hlo.runtime.mpi_shared): every rank writes its members'
+  operands and its digest of the call there, meets the others at one barrier, and folds
+  all members' operands in group order with the threads' combiner;
+* between machines, such an all-reduce of 64 KB or more is reduced in pieces: rank r
+  receives piece r of every member (MPI all-to-all), folds the pieces in group order
+  with the same combiner as the threads, and every rank gathers the folded pieces: the
+  threaded run's order for every element, at the bandwidth of MPI's own reduce-scatter +
+  all-gather;
 * everything else gathers every member's operands on every rank of the group and runs
   the very `combine` the threads run.
 
