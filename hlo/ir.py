@@ -20,17 +20,44 @@ from .opcodes import AttrKind, OPCODES, Op, OpInfo
 from .shapes import Shape
 
 
+class EditClock:
+    """A count of edits: every computation and instruction remembers the count at its last edit
+    (`edited`), so a pass can tell what changed since it last looked (hlo/passes/incremental.py).
+    An instruction counts as edited when its operands, users, control dependencies or root status
+    change; edits made through this module's methods are counted, a pass that edits fields in
+    place (`inst.shape = ...`) is not, and says so (`Pass.incremental`)."""
+    now = 0
+
+
+def touch(comp: Optional["Computation"]) -> None:
+    """Record an edit of `comp` (None: an instruction outside any computation, nothing to record)."""
+    if comp is not None:
+        EditClock.now += 1
+        comp.edited = EditClock.now
+
+
+def touch_instruction(inst: Optional["Instruction"]) -> None:
+    """Record an edit of `inst` and of its computation."""
+    if inst is not None:
+        EditClock.now += 1
+        inst.edited = EditClock.now
+        if inst.parent is not None:
+            inst.parent.edited = EditClock.now
+
+
 # opcode -> {attribute naming called computations: whether it holds a list of them}
 _CALLED_ATTRIBUTES = {name: {a.name: a.kind is AttrKind.COMPUTATION_LIST for a in info.attrs
                              if a.kind is AttrKind.COMPUTATION or a.kind is AttrKind.COMPUTATION_LIST}
                       for name, info in OPCODES.items()}
+# opcodes whose instructions call computations
+CALLING_OPCODES = frozenset(name for name, kinds in _CALLED_ATTRIBUTES.items() if kinds)
 
 
 class Instruction:
     __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
                  "metadata", "sharding", "frontend_attributes", "backend_config",
                  "_control_predecessors", "control_successors", "statistics", "origin", "parameter_replication",
-                 "operand_locs", "attr_locs", "__weakref__")
+                 "operand_locs", "attr_locs", "edited", "__weakref__")
 
     def __init__(self, name: str, opcode: str, shape: Optional[Shape], operands=(), attrs=None,
                  loc: Optional[SourceLoc] = None):
@@ -53,6 +80,7 @@ class Instruction:
         self.parameter_replication = None
         self.operand_locs: list[Optional[SourceLoc]] = []
         self.attr_locs: dict[str, SourceLoc] = {}
+        self.edited = 0  # EditClock.now at the last edit
         for op in operands:
             self.append_operand(op)
 
@@ -92,16 +120,23 @@ class Instruction:
     def append_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
         op.users.append(self)
+        touch_instruction(self)
+        touch_instruction(op)
 
     def set_operands(self, operands) -> None:
+        touch_instruction(self)
         for op in self.operands:
             op.users.remove(self)
+            touch_instruction(op)
         self.operands = []
         for op in operands:
             self.append_operand(op)
 
     def replace_operand(self, index: int, new: "Instruction") -> None:
+        touch_instruction(self)
         old = self.operands[index]
+        touch_instruction(old)
+        touch_instruction(new)
         old.users.remove(self)
         self.operands[index] = new
         new.users.append(self)
@@ -111,11 +146,14 @@ class Instruction:
 
         Costs time proportional to the uses, whatever the size of the computation."""
         users, self.users = self.users, []
+        touch_instruction(self)
+        touch_instruction(new)
         seen: set[int] = set()
         for user in users:
             if id(user) in seen:  # a user appears once per use: its slots are all replaced the first time
                 continue
             seen.add(id(user))
+            touch_instruction(user)
             operands = user.operands
             for i, op in enumerate(operands):
                 if op is self:
@@ -135,11 +173,14 @@ class Instruction:
 
     @control_predecessors.setter
     def control_predecessors(self, predecessors) -> None:
+        touch_instruction(self)
         for old in self._control_predecessors:
             old.control_successors.remove(self)
+            touch_instruction(old)
         self._control_predecessors = list(predecessors)
         for new in self._control_predecessors:
             new.control_successors.append(self)
+            touch_instruction(new)
 
     def clone(self, operands, name: Optional[str] = None) -> "Instruction":
         """A copy of this instruction (not yet in any computation) over other operands."""
@@ -172,7 +213,10 @@ class Computation:
         self._instructions: list[Instruction] = []
         self._removed: Optional[set[int]] = None                     # ids removed since the last rebuild
         self._inserted: Optional[dict[int, list[Instruction]]] = None  # id(x) -> instructions to put before x
-        self.root: Optional[Instruction] = None
+        self._root: Optional[Instruction] = None
+        self.edited = 0  # EditClock.now at the last edit (set just below)
+        touch(self)
+        self._in_order_at = -1  # `edited` when the list was last found in post order
         self.parent: Optional[Module] = None
         self.is_entry = False
         self.execution_thread = "main"
@@ -185,6 +229,17 @@ class Computation:
         return f"<computation %{self.name}>"
 
     @property
+    def root(self) -> Optional[Instruction]:
+        return self._root
+
+    @root.setter
+    def root(self, inst: Optional[Instruction]) -> None:
+        touch_instruction(self._root)
+        self._root = inst
+        touch_instruction(inst)
+        touch(self)
+
+    @property
     def instructions(self) -> list[Instruction]:
         """The instructions in program order (operands before users)."""
         if self._removed is not None or self._inserted is not None:
@@ -193,6 +248,7 @@ class Computation:
 
     @instructions.setter
     def instructions(self, instructions) -> None:
+        touch(self)
         self._instructions = list(instructions)
         self._removed = self._inserted = None
 
@@ -206,6 +262,8 @@ class Computation:
 
     def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
         """Append (or insert before `before`, an instruction of this computation) an instruction."""
+        touch(self)
+        touch_instruction(inst)
         if self._removed is not None and id(inst) in self._removed:
             self._rebuild()  # added back after a removal: its old place must go first
         if before is None:
@@ -223,10 +281,12 @@ class Computation:
     def remove(self, inst: Instruction) -> None:
         """Remove an instruction that has no users."""
         assert not inst.users, f"removing {inst.name} which still has users"
+        touch(self)
         if inst.parent is not self and not self._holds(inst):
             raise ValueError(f"%{inst.name} is not in computation %{self.name}")
         for op in inst.operands:
             op.users.remove(inst)
+            touch_instruction(op)
         inst.operands = []
         if self._removed is None:
             self._removed = set()
@@ -259,7 +319,8 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
         instructions = self.instructions
-        if _in_post_order(instructions):
+        if self._in_order_at == self.edited or _in_post_order(instructions):
+            self._in_order_at = self.edited  # known in order until the next edit
             return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
         order: list[Instruction] = []

@@ -26,12 +26,14 @@ import numpy as np
 
 from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import Computation, Instruction, Module
-from ..opcodes import Category, OPCODES, Op, Trait, has_trait
+from ..opcodes import Category, OPCODES, Op, Trait, ops_with
 from .analysis import EvaluationError, evaluate_cone
 from .base import Pass, register
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
+_NOT_FOLDABLE = ops_with(Trait.NOT_FOLDABLE)
+_UNFOLDABLE_INSIDE = ops_with(Trait.UNFOLDABLE_INSIDE)
 
 
 @register
@@ -39,8 +41,10 @@ class ConstantFolding(Pass):
     name = "constant-folding"
     description = "Evaluate instructions whose operands are all constants and replace them by constants."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
-        return rewrite_unfused_computations(module, fold_computation)
+        return rewrite_unfused_computations(module, fold_computation, self.each_computation)
 
 
 def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
@@ -90,7 +94,7 @@ def _evaluable_here(inst: Instruction) -> bool:
 
 
 def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
-    if has_trait(inst.opcode, Trait.NOT_FOLDABLE):
+    if inst.opcode in _NOT_FOLDABLE:
         return False
     if inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
         return False
@@ -114,7 +118,7 @@ def _callee_foldable(comp: Computation, cache: dict[int, bool]) -> bool:
     if id(comp) not in cache:
         cache[id(comp)] = True  # provisional, for recursive references
         cache[id(comp)] = all(
-            not has_trait(i.opcode, Trait.UNFOLDABLE_INSIDE) and _evaluable_here(i) and not has_side_effect(i)
+            i.opcode not in _UNFOLDABLE_INSIDE and _evaluable_here(i) and not has_side_effect(i)
             and all(_callee_foldable(c, cache) for c in i.called_computations())
             for i in comp.instructions)
     return cache[id(comp)]

@@ -4,9 +4,11 @@ from __future__ import annotations
 from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import Op, Trait
+from ..opcodes import Op, Trait, ops_with
 from ..shape_inference import ShapeTokens
 from .base import Pass, register
+
+_ASYNC_WRAPPERS = ops_with(Trait.ASYNC_WRAPPER)
 
 
 @register
@@ -14,10 +16,13 @@ class CommonSubexpressionElimination(Pass):
     name = "cse"
     description = "Replace an instruction by an earlier identical one (same opcode, shape, operands, attributes)."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
         fingerprints: dict[int, tuple] = {}
         shapes = ShapeTokens()
-        return any([merge_duplicates(comp, fingerprints, shapes) for comp in module.computations])
+        return self.each_computation(list(module.computations),
+                                     lambda comp: merge_duplicates(comp, fingerprints, shapes))
 
 
 def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None) -> bool:
@@ -30,7 +35,7 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes
         # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
         if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
             continue
-        if inst.info.has(Trait.ASYNC_WRAPPER):  # its done names the computation its start runs: keep both
+        if inst.opcode in _ASYNC_WRAPPERS:  # its done names the computation its start runs: keep both
             continue
         key = _key(inst, fingerprints, shapes)
         if key is None:

@@ -70,11 +70,17 @@ def unfused_computations(module: Module) -> list[Computation]:
     return [comp for comp in module.computations if id(comp) not in fused]
 
 
-def rewrite_unfused_computations(module: Module, rewrite: Callable[[Computation, Rewriter], bool]) -> bool:
-    """Run `rewrite(comp, rewriter)` on every unfused computation, one Rewriter for all; whether any changed."""
+def rewrite_unfused_computations(module: Module, rewrite: Callable[[Computation, Rewriter], bool],
+                                 each_computation=None) -> bool:
+    """Run `rewrite(comp, rewriter)` on every unfused computation, one Rewriter for all; whether any changed.
+
+    each_computation: a pass's `Pass.each_computation`, for an incremental pass."""
     rewriter = Rewriter(module)
+    comps = unfused_computations(module)
+    if each_computation is not None:
+        return each_computation(comps, lambda comp: rewrite(comp, rewriter))
     changed = False
-    for comp in unfused_computations(module):
+    for comp in comps:
         changed |= rewrite(comp, rewriter)
     return changed
 
