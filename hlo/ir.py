@@ -21,11 +21,12 @@ from .shapes import Shape
 
 
 class EditClock:
-    """A count of edits: every computation and instruction remembers the count at its last edit
-    (`edited`), so a pass can tell what changed since it last looked (hlo/passes/incremental.py).
-    An instruction counts as edited when its operands, users, control dependencies or root status
-    change; edits made through this module's methods are counted, a pass that edits fields in
-    place (`inst.shape = ...`) is not, and says so (`Pass.incremental`)."""
+    """A count of edits: every computation and instruction remembers the count at its last edit,
+    so a pass can tell what changed since it last looked (hlo/passes/incremental.py). An
+    instruction has two: `edited` (it was made, or its operands or control predecessors changed)
+    and `uses_edited` (its users, control successors or root status changed). Edits made through
+    this module's methods are counted; a pass that edits fields in place (`inst.shape = ...`) is
+    not, and says so (`Pass.incremental`)."""
     now = 0
 
 
@@ -37,10 +38,19 @@ def touch(comp: Optional["Computation"]) -> None:
 
 
 def touch_instruction(inst: Optional["Instruction"]) -> None:
-    """Record an edit of `inst` and of its computation."""
+    """Record an edit of `inst` (what it computes from) and of its computation."""
     if inst is not None:
         EditClock.now += 1
         inst.edited = EditClock.now
+        if inst.parent is not None:
+            inst.parent.edited = EditClock.now
+
+
+def touch_uses(inst: Optional["Instruction"]) -> None:
+    """Record an edit of the uses of `inst` and of its computation."""
+    if inst is not None:
+        EditClock.now += 1
+        inst.uses_edited = EditClock.now
         if inst.parent is not None:
             inst.parent.edited = EditClock.now
 
@@ -57,7 +67,7 @@ class Instruction:
     __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
                  "metadata", "sharding", "frontend_attributes", "backend_config",
                  "_control_predecessors", "control_successors", "statistics", "origin", "parameter_replication",
-                 "operand_locs", "attr_locs", "edited", "__weakref__")
+                 "operand_locs", "attr_locs", "edited", "uses_edited", "__weakref__")
 
     def __init__(self, name: str, opcode: str, shape: Optional[Shape], operands=(), attrs=None,
                  loc: Optional[SourceLoc] = None):
@@ -80,7 +90,7 @@ class Instruction:
         self.parameter_replication = None
         self.operand_locs: list[Optional[SourceLoc]] = []
         self.attr_locs: dict[str, SourceLoc] = {}
-        self.edited = 0  # EditClock.now at the last edit
+        self.edited = self.uses_edited = 0  # EditClock.now at the last edits
         for op in operands:
             self.append_operand(op)
 
@@ -121,13 +131,13 @@ class Instruction:
         self.operands.append(op)
         op.users.append(self)
         touch_instruction(self)
-        touch_instruction(op)
+        touch_uses(op)
 
     def set_operands(self, operands) -> None:
         touch_instruction(self)
         for op in self.operands:
             op.users.remove(self)
-            touch_instruction(op)
+            touch_uses(op)
         self.operands = []
         for op in operands:
             self.append_operand(op)
@@ -135,8 +145,8 @@ class Instruction:
     def replace_operand(self, index: int, new: "Instruction") -> None:
         touch_instruction(self)
         old = self.operands[index]
-        touch_instruction(old)
-        touch_instruction(new)
+        touch_uses(old)
+        touch_uses(new)
         old.users.remove(self)
         self.operands[index] = new
         new.users.append(self)
@@ -146,8 +156,8 @@ class Instruction:
 
         Costs time proportional to the uses, whatever the size of the computation."""
         users, self.users = self.users, []
-        touch_instruction(self)
-        touch_instruction(new)
+        touch_uses(self)
+        touch_uses(new)
         seen: set[int] = set()
         for user in users:
             if id(user) in seen:  # a user appears once per use: its slots are all replaced the first time
@@ -176,11 +186,11 @@ class Instruction:
         touch_instruction(self)
         for old in self._control_predecessors:
             old.control_successors.remove(self)
-            touch_instruction(old)
+            touch_uses(old)
         self._control_predecessors = list(predecessors)
         for new in self._control_predecessors:
             new.control_successors.append(self)
-            touch_instruction(new)
+            touch_uses(new)
 
     def clone(self, operands, name: Optional[str] = None) -> "Instruction":
         """A copy of this instruction (not yet in any computation) over other operands."""
@@ -234,9 +244,9 @@ class Computation:
 
     @root.setter
     def root(self, inst: Optional[Instruction]) -> None:
-        touch_instruction(self._root)
+        touch_uses(self._root)
         self._root = inst
-        touch_instruction(inst)
+        touch_uses(inst)
         touch(self)
 
     @property
@@ -286,7 +296,7 @@ class Computation:
             raise ValueError(f"%{inst.name} is not in computation %{self.name}")
         for op in inst.operands:
             op.users.remove(inst)
-            touch_instruction(op)
+            touch_uses(op)
         inst.operands = []
         if self._removed is None:
             self._removed = set()
@@ -444,7 +454,8 @@ class Module:
                 continue
             reachable.add(id(comp))
             for inst in comp.instructions:
-                stack.extend(inst.called_computations())
+                if inst.opcode in CALLING_OPCODES:
+                    stack.extend(inst.called_computations())
         before = len(self.computations)
         self.computations = [c for c in self.computations if id(c) in reachable]
         return len(self.computations) != before
@@ -459,8 +470,9 @@ class Module:
                 return
             seen.add(id(comp))
             for inst in comp.instructions:
-                for callee in inst.called_computations():
-                    visit(callee)
+                if inst.opcode in CALLING_OPCODES:
+                    for callee in inst.called_computations():
+                        visit(callee)
             order.append(comp)
 
         for comp in self.computations:
@@ -506,9 +518,18 @@ class NameUniquer:
 
     @staticmethod
     def for_module(module: Module) -> "NameUniquer":
+        uniquer = NameUniquer()
         taken = [c.name for c in module.computations]
         taken += [i.name for i in module.instructions()]
-        return NameUniquer(taken)
+        uniquer._taken.update(taken)
+        following = uniquer._next
+        for name in taken:  # reserve(), inlined: this runs over every name of the module
+            base, dot, digits = name.rpartition(".")
+            if dot and digits.isdecimal():
+                n = int(digits) + 1
+                if n > following.get(base, 1):
+                    following[base] = n
+        return uniquer
 
 
 def _split_suffix(name: str) -> tuple[str, Optional[int]]:

@@ -25,10 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.effects import has_control_dependencies, has_side_effect
-from ..ir import Computation, Instruction, Module
+from typing import Optional
+
+from ..ir import CALLING_OPCODES, Computation, EditClock, Instruction, Module
 from ..opcodes import Category, OPCODES, Op, Trait, ops_with
 from .analysis import EvaluationError, evaluate_cone
 from .base import Pass, register
+from .incremental import ChangeTracker
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
@@ -44,27 +47,62 @@ class ConstantFolding(Pass):
     incremental = True
 
     def run(self, module: Module) -> bool:
-        return rewrite_unfused_computations(module, fold_computation, self.each_computation)
+        tracker = self.tracker or ChangeTracker()
+        marks = tracker.instruction_marks(self.name)
+        return rewrite_unfused_computations(
+            module, lambda comp, rewriter: fold_computation(comp, rewriter, marks, tracker), self.each_computation)
 
 
-def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
+def fold_computation(comp: Computation, rewriter: Rewriter, marks: Optional[dict] = None,
+                     tracker: Optional[ChangeTracker] = None) -> bool:
+    """Fold what can be folded in `comp`. `marks` ({instruction: EditClock.now when it was found
+    not foldable}) skips an instruction when nothing the decision reads was edited since."""
+    marks = {} if marks is None else marks
+    tracker = tracker or ChangeTracker()
     changed = False
     foldable_callees: dict[int, bool] = {}
     for inst in comp.post_order():
-        if inst.parent is not comp or (not inst.users and inst is not comp.root):
-            continue  # removed meanwhile, or dead
-        if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
+        if marks.get(inst, -1) >= _latest_edit_read(inst, tracker):
             continue
-        try:
-            value = evaluate_cone([inst])[0]
-        except EvaluationError:
+        if not _fold(inst, comp, rewriter, foldable_callees):
+            marks[inst] = EditClock.now
             continue
-        if np.shape(value) != tuple(inst.shape.dims):
-            continue  # not what the instruction promises: leave it to the checker/interpreter
-        constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
-        _replace_and_remove_dead(inst, constant)
         changed = True
     return changed
+
+
+def _latest_edit_read(inst: Instruction, tracker: ChangeTracker) -> int:
+    """The latest edit of what deciding to fold `inst` reads: `inst` and its uses, its operands
+    (through tuples: the decision looks into them; what an operand is computed from is an edit of
+    the operand) and what it calls."""
+    latest = max(inst.edited, inst.uses_edited, _latest_operand_edit(inst))
+    if inst.opcode in CALLING_OPCODES:
+        latest = max([latest] + [tracker.last_edit(c) for c in inst.called_computations()])
+    return latest
+
+
+def _latest_operand_edit(inst: Instruction) -> int:
+    latest = 0
+    for op in inst.operands:
+        latest = max(latest, op.edited, _latest_operand_edit(op) if op.opcode == Op.TUPLE else 0)
+    return latest
+
+
+def _fold(inst: Instruction, comp: Computation, rewriter: Rewriter, foldable_callees: dict[int, bool]) -> bool:
+    """Replace `inst` by a constant if it can be folded; whether it was."""
+    if inst.parent is not comp or (not inst.users and inst is not comp.root):
+        return False  # removed meanwhile, or dead
+    if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
+        return False
+    try:
+        value = evaluate_cone([inst])[0]
+    except EvaluationError:
+        return False
+    if np.shape(value) != tuple(inst.shape.dims):
+        return False  # not what the instruction promises: leave it to the checker/interpreter
+    constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
+    _replace_and_remove_dead(inst, constant)
+    return True
 
 
 def _operands_allow_folding(inst: Instruction) -> bool:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..analysis.effects import has_side_effect
-from ..ir import Computation, Instruction, Module
+from ..ir import CALLING_OPCODES, Computation, Instruction, Module
 from ..literal import Literal
 from ..opcodes import Op, Trait, ops_with
 from ..shape_inference import ShapeTokens
@@ -20,15 +20,21 @@ class CommonSubexpressionElimination(Pass):
 
     def run(self, module: Module) -> bool:
         fingerprints: dict[int, tuple] = {}
-        shapes = ShapeTokens()
+        keys = self.tracker.instruction_marks(self.name) if self.tracker is not None else {}
+        shapes = keys.setdefault(ShapeTokens, ShapeTokens())  # the tokens in the keys kept
         return self.each_computation(list(module.computations),
-                                     lambda comp: merge_duplicates(comp, fingerprints, shapes))
+                                     lambda comp: merge_duplicates(comp, fingerprints, shapes, keys))
 
 
-def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None) -> bool:
-    """Merge identical instructions of `comp`; called computations compare by content."""
+def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None,
+                     keys: dict | None = None) -> bool:
+    """Merge identical instructions of `comp`; called computations compare by content.
+
+    keys: {instruction: (its `edited`, its key)} from earlier runs, reused while the instruction
+    was not edited (the key of one calling computations is computed each time)."""
     fingerprints = {} if fingerprints is None else fingerprints
     shapes = ShapeTokens() if shapes is None else shapes
+    keys = {} if keys is None else keys
     changed = False
     seen: dict[tuple, Instruction] = {}
     for inst in list(comp.instructions):
@@ -37,7 +43,13 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes
             continue
         if inst.opcode in _ASYNC_WRAPPERS:  # its done names the computation its start runs: keep both
             continue
-        key = _key(inst, fingerprints, shapes)
+        known = keys.get(inst)
+        if known is not None and known[0] == inst.edited:
+            key = known[1]
+        else:
+            key = _key(inst, fingerprints, shapes)
+            if inst.opcode not in CALLING_OPCODES:
+                keys[inst] = (inst.edited, key)
         if key is None:
             continue
         earlier = seen.get(key)

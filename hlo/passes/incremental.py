@@ -19,9 +19,9 @@ forgets everything it knew.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
-from ..ir import Computation, EditClock, Instruction, touch
+from ..ir import CALLING_OPCODES, Computation, EditClock, Instruction, touch
 
 
 class ChangeTracker:
@@ -39,8 +39,9 @@ class ChangeTracker:
         self._clean.clear()
         self._instruction_marks.clear()
 
-    def instruction_marks(self, pass_name: str) -> dict[Instruction, int]:
-        """{instruction: EditClock.now when `pass_name` last found nothing to do at it}, kept by the pass."""
+    def instruction_marks(self, pass_name: str) -> dict[Instruction, Any]:
+        """What `pass_name` knows of instructions until the tracker forgets (algsimp: EditClock.now
+        when it found nothing to do at one; cse: an instruction's key and when it was computed)."""
         return self._instruction_marks.setdefault(pass_name, {})
 
     def each_computation(self, pass_name: str, comps: Iterable[Computation],
@@ -97,3 +98,20 @@ class ChangeTracker:
         callees = tuple(c for inst in comp.instructions for c in inst.called_computations())
         self._callees[comp] = (comp.edited, callees)
         return callees
+
+
+def latest_edit_read(inst: Instruction, cone: dict[Instruction, int], tracker: ChangeTracker) -> int:
+    """The latest edit of what a rule at `inst` may read: `inst` and its uses, its operands and
+    their uses, everything they are computed from, and what it calls. `cone` holds the latest edit
+    of what each instruction visited before in the same post-order sweep is computed from (and
+    gets this one's)."""
+    computed_from = inst.edited
+    uses = inst.uses_edited
+    for op in inst.operands:
+        # op.edited again: an operand may have been edited since its own visit
+        computed_from = max(computed_from, op.edited, cone.get(op, 0))
+        uses = max(uses, op.uses_edited)
+    if inst.opcode in CALLING_OPCODES:
+        computed_from = max([computed_from] + [tracker.last_edit(c) for c in inst.called_computations()])
+    cone[inst] = computed_from
+    return max(computed_from, uses)

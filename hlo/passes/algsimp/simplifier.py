@@ -20,10 +20,10 @@ from __future__ import annotations
 from ...analysis.effects import has_side_effect, is_control_predecessor
 from typing import Optional
 
-from ...ir import CALLING_OPCODES, Computation, EditClock, Instruction, Module, touch_instruction
+from ...ir import Computation, EditClock, Instruction, Module, touch_instruction, touch_uses
 from ...opcodes import Op
 from ..base import Pass, register
-from ..incremental import ChangeTracker
+from ..incremental import ChangeTracker, latest_edit_read
 from ..rewrite import repeat_while_changing, replace
 from .context import PassState, RewriteContext, same_shape
 from .rules import RULES
@@ -72,13 +72,7 @@ def _sweep(comp: Computation, state: PassState, marks: dict, tracker: ChangeTrac
     rules_of = RULES.get
     cone: dict[Instruction, int] = {}  # latest edit of an instruction and what it reads, this sweep
     for inst in comp.post_order():
-        latest = inst.edited
-        for op in inst.operands:
-            # op.edited again: an operand's users may have changed since its own visit
-            latest = max(latest, op.edited, cone.get(op, 0))
-        if inst.opcode in CALLING_OPCODES:
-            latest = max([latest] + [tracker.last_edit(c) for c in inst.called_computations()])
-        cone[inst] = latest
+        latest = latest_edit_read(inst, cone, tracker)
         rules = rules_of(inst.opcode)
         if not rules or marks.get(inst, -1) >= latest:
             continue
@@ -107,7 +101,10 @@ def _apply_rules(inst: Instruction, rules, comp: Computation, state: PassState) 
             replace(inst, new)
             ctx.discard_unused()
         else:  # changed in place: what reads it must look again
-            for neighbour in [inst] + inst.operands + inst.users:
+            touch_instruction(inst)
+            for neighbour in inst.operands:
+                touch_uses(neighbour)
+            for neighbour in inst.users:
                 touch_instruction(neighbour)
         return True
     return False
