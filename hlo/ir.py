@@ -130,8 +130,12 @@ class Instruction:
     def append_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
         op.users.append(self)
-        touch_instruction(self)
-        touch_uses(op)
+        now = EditClock.now = EditClock.now + 1  # touch_instruction(self), touch_uses(op), inlined: a hot path
+        self.edited = op.uses_edited = now
+        if self.parent is not None:
+            self.parent.edited = now
+        if op.parent is not None:
+            op.parent.edited = now
 
     def set_operands(self, operands) -> None:
         touch_instruction(self)
@@ -272,8 +276,8 @@ class Computation:
 
     def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
         """Append (or insert before `before`, an instruction of this computation) an instruction."""
-        touch(self)
-        touch_instruction(inst)
+        now = EditClock.now = EditClock.now + 1  # touch(self), touch_instruction(inst), inlined: parsing adds
+        self.edited = inst.edited = now          # every instruction through here
         if self._removed is not None and id(inst) in self._removed:
             self._rebuild()  # added back after a removal: its old place must go first
         if before is None:

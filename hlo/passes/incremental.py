@@ -107,11 +107,16 @@ def latest_edit_read(inst: Instruction, cone: dict[Instruction, int], tracker: C
     gets this one's)."""
     computed_from = inst.edited
     uses = inst.uses_edited
-    for op in inst.operands:
-        # op.edited again: an operand may have been edited since its own visit
-        computed_from = max(computed_from, op.edited, cone.get(op, 0))
-        uses = max(uses, op.uses_edited)
+    known = cone.get
+    for op in inst.operands:  # (comparisons rather than max(): this runs for every instruction of a sweep)
+        edited, upstream, used = op.edited, known(op, 0), op.uses_edited
+        if edited > computed_from:  # op.edited as well: an operand may have been edited since its own visit
+            computed_from = edited
+        if upstream > computed_from:
+            computed_from = upstream
+        if used > uses:
+            uses = used
     if inst.opcode in CALLING_OPCODES:
         computed_from = max([computed_from] + [tracker.last_edit(c) for c in inst.called_computations()])
     cone[inst] = computed_from
-    return max(computed_from, uses)
+    return computed_from if computed_from > uses else uses

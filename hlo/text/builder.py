@@ -25,6 +25,7 @@ from .recovery import parse_records
 from .records import CompRec, HeaderRec, InstrRec, LiteralOperand, OperandRef
 
 _GENERIC = frozenset(GENERIC_ATTRIBUTES)
+_new_tuple = tuple.__new__  # SourceLoc(file, offset) without the named tuple's Python-level __new__
 _LITERAL_OPERAND = ops_with(Trait.LITERAL_OPERAND)  # a number or literal where operands go
 
 
@@ -212,7 +213,7 @@ class Builder:
                     self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
                              f"{target.shape}", op.pos, "defined here", target.loc.offset)
                 operands.append(target)
-                locs.append(SourceLoc(source, op.pos))
+                locs.append(_new_tuple(SourceLoc, (source, op.pos)))
             elif kind is InstrRec:  # nested instruction: gets a generated name
                 inner = self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
                 if inner is None:
@@ -234,7 +235,7 @@ class Builder:
             if sugar is None:
                 self.unknown_opcode(rec)
                 return None
-        inst = Instruction(name, opcode, rec.shape, loc=SourceLoc(source, rec.pos))
+        inst = Instruction(name, opcode, rec.shape, loc=_new_tuple(SourceLoc, (source, rec.pos)))
         inst.operands = operands
         for target in operands:
             target.users.append(inst)
@@ -355,9 +356,11 @@ class Builder:
                 self.err(f"attribute '{name}' is given more than once", pos, "first given here", seen[name])
                 continue
             seen[name] = pos
-            attr_locs[name] = SourceLoc(source, pos)
+            attr_locs[name] = _new_tuple(SourceLoc, (source, pos))
             try:
-                if name in _GENERIC:
+                if name == "metadata" and type(value) is V.RawBraces and METADATA_FIELD_RE.fullmatch(value.text):
+                    inst.metadata = Metadata(value.text)  # the usual case of _metadata(), inline
+                elif name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
                 elif name in specs:
                     inst.attrs[name] = convert_attribute(specs[name], value, self.resolve_computation)
