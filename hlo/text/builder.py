@@ -46,6 +46,9 @@ class Builder:
         self.module: Optional[Module] = None
         self.computations: dict[str, Computation] = {}
         self.anon_counter = 0
+        # (id(spec), id(value)) -> (value, typed value): the fast path gives lines writing the same
+        # value one value object (fastpath.py), converted once here when the result is immutable
+        self.converted: dict[tuple[int, int], tuple] = {}
 
     def loc(self, offset: int) -> SourceLoc:
         return SourceLoc(self.source, offset if offset > 0 else 0)
@@ -363,7 +366,7 @@ class Builder:
                 elif name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
                 elif name in specs:
-                    inst.attrs[name] = convert_attribute(specs[name], value, self.resolve_computation)
+                    inst.attrs[name] = self.convert(specs[name], value)
                 elif name == "result_accuracy" and opcode in OPCODES and OPCODES[opcode].transcendental:
                     inst.attrs[name] = check_generic_attribute(name, value)
                 else:
@@ -375,6 +378,17 @@ class Builder:
         required = _required(specs) if sugar is not None else _REQUIRED[opcode]
         if required:
             self.required_attributes(inst, rec, required, seen)
+
+    def convert(self, spec, value):
+        """convert_attribute(spec, value), once per value object when the typed value is immutable."""
+        key = (id(spec), id(value))
+        known = self.converted.get(key)
+        if known is not None and known[0] is value:
+            return known[1]
+        typed = convert_attribute(spec, value, self.resolve_computation)
+        if _immutable(typed):
+            self.converted[key] = (value, typed)
+        return typed
 
     def required_attributes(self, inst, rec, required: tuple[str, ...], seen) -> None:
         for name in required:
@@ -576,6 +590,14 @@ def _donor(item):
     if not (isinstance(item, V.Paren) and len(item.items) == 2 and _is_plain_int(item.items[0])):
         raise ValueError("expected entries like (0, {})")
     return int(item.items[0]), to_shape_index(item.items[1])
+
+
+def _immutable(value) -> bool:
+    """Numbers, strings and (nested) tuples of them: values any number of instructions may share."""
+    kind = type(value)
+    if kind is tuple:
+        return all(_immutable(v) for v in value)
+    return kind is int or kind is str or kind is bool or kind is float
 
 
 def _metadata(value, source: SourceFile) -> Metadata:
