@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.effects import has_control_dependencies, has_side_effect
 from typing import Optional
 
+from ..analysis.effects import has_control_dependencies, has_side_effect
 from ..ir import CALLING_OPCODES, Computation, EditClock, Instruction, Module
 from ..opcodes import Category, OPCODES, Op, Trait, ops_with
 from .analysis import EvaluationError, evaluate_cone
 from .base import Pass, register
+from .cse import attributes_key
 from .incremental import ChangeTracker
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
@@ -49,22 +50,56 @@ class ConstantFolding(Pass):
     def run(self, module: Module) -> bool:
         tracker = self.tracker or ChangeTracker()
         marks = tracker.instruction_marks(self.name)
+        values = FoldedValues()
         return rewrite_unfused_computations(
-            module, lambda comp, rewriter: fold_computation(comp, rewriter, marks, tracker), self.each_computation)
+            module, lambda comp, rewriter: fold_computation(comp, rewriter, marks, tracker, values),
+            self.each_computation)
+
+
+class FoldedValues:
+    """Values computed in one run, by what computed them: inlined code repeats the same constant
+    expressions (half of a large model's folds are repeats), and the interpreter is deterministic."""
+
+    def __init__(self):
+        self._values: dict = {}
+        self._fingerprints: dict = {}
+
+    def evaluate(self, inst: Instruction):
+        """The value of `inst` (EvaluationError when the interpreter cannot compute it)."""
+        try:
+            key = self._key(inst)
+            hash(key)
+        except TypeError:  # something that cannot be compared safely (an elided constant ...)
+            return evaluate_cone([inst])[0]
+        known = self._values.get(key)
+        if known is None:
+            try:
+                known = self._values[key] = ("value", evaluate_cone([inst])[0])
+            except EvaluationError as err:
+                known = self._values[key] = ("error", err)
+        if known[0] == "error":
+            raise known[1]
+        return np.array(known[1], copy=True)  # each constant its own array
+
+    def _key(self, inst: Instruction) -> tuple:
+        """Equal for instructions computing the same value in the same way from the same constants."""
+        return (inst.opcode, inst.shape, attributes_key(inst, self._fingerprints), inst.backend_config,
+                tuple(self._key(op) for op in inst.operands))
 
 
 def fold_computation(comp: Computation, rewriter: Rewriter, marks: Optional[dict] = None,
-                     tracker: Optional[ChangeTracker] = None) -> bool:
+                     tracker: Optional[ChangeTracker] = None, values: Optional[FoldedValues] = None) -> bool:
     """Fold what can be folded in `comp`. `marks` ({instruction: EditClock.now when it was found
     not foldable}) skips an instruction when nothing the decision reads was edited since."""
     marks = {} if marks is None else marks
     tracker = tracker or ChangeTracker()
+    values = values or FoldedValues()
     changed = False
     foldable_callees: dict[int, bool] = {}
     for inst in comp.post_order():
         if marks.get(inst, -1) >= _latest_edit_read(inst, tracker):
             continue
-        if not _fold(inst, comp, rewriter, foldable_callees):
+        if not _fold(inst, comp, rewriter, foldable_callees, values):
             marks[inst] = EditClock.now
             continue
         changed = True
@@ -88,14 +123,15 @@ def _latest_operand_edit(inst: Instruction) -> int:
     return latest
 
 
-def _fold(inst: Instruction, comp: Computation, rewriter: Rewriter, foldable_callees: dict[int, bool]) -> bool:
+def _fold(inst: Instruction, comp: Computation, rewriter: Rewriter, foldable_callees: dict[int, bool],
+          values: FoldedValues) -> bool:
     """Replace `inst` by a constant if it can be folded; whether it was."""
     if inst.parent is not comp or (not inst.users and inst is not comp.root):
         return False  # removed meanwhile, or dead
     if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
         return False
     try:
-        value = evaluate_cone([inst])[0]
+        value = values.evaluate(inst)
     except EvaluationError:
         return False
     if np.shape(value) != tuple(inst.shape.dims):

@@ -65,13 +65,19 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes
 
 def _key(inst: Instruction, fingerprints: dict, shapes: ShapeTokens):
     try:
-        attrs = tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items())) if inst.attrs else ()
+        attrs = attributes_key(inst, fingerprints)
         # backend_config carries a custom call's options (a LAPACK call's uplo, trans ...)
         key = (inst.opcode, shapes(inst.shape), tuple(map(id, inst.operands)), attrs, inst.backend_config)
         hash(key)
         return key
     except TypeError:  # an attribute value we cannot compare safely: leave it alone
         return None
+
+
+def attributes_key(inst: Instruction, fingerprints: dict) -> tuple:
+    """The attributes of `inst` as a hashable value (constants by their bytes, called computations by
+    their fingerprints); TypeError for a value that cannot be compared safely."""
+    return tuple(sorted((k, _hashable(v, fingerprints)) for k, v in inst.attrs.items())) if inst.attrs else ()
 
 
 def _hashable(value, fingerprints: dict):
