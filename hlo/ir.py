@@ -33,26 +33,38 @@ class EditClock:
 def touch(comp: Optional["Computation"]) -> None:
     """Record an edit of `comp` (None: an instruction outside any computation, nothing to record)."""
     if comp is not None:
-        EditClock.now += 1
-        comp.edited = EditClock.now
+        _tick(comp)
 
 
 def touch_instruction(inst: Optional["Instruction"]) -> None:
     """Record an edit of `inst` (what it computes from) and of its computation."""
     if inst is not None:
-        EditClock.now += 1
-        inst.edited = EditClock.now
-        if inst.parent is not None:
-            inst.parent.edited = EditClock.now
+        inst.edited = _tick(inst.parent)
 
 
 def touch_uses(inst: Optional["Instruction"]) -> None:
     """Record an edit of the uses of `inst` and of its computation."""
     if inst is not None:
-        EditClock.now += 1
-        inst.uses_edited = EditClock.now
-        if inst.parent is not None:
-            inst.parent.edited = EditClock.now
+        inst.uses_edited = _tick(inst.parent)
+
+
+def _tick(comp: Optional["Computation"]) -> int:
+    """The count of the edit being recorded, given to `comp` (if any)."""
+    EditClock.now += 1
+    if comp is not None:
+        comp.edited = EditClock.now
+    return EditClock.now
+
+
+def remove_use(users: list, user) -> None:
+    """users.remove(user), searching from the end: the use removed is usually a recent one (a value
+    many instructions use, such as a broadcast constant, would otherwise cost a scan of all its
+    uses each time). Entries of one user are the same object, so which of them goes is the same."""
+    for i in range(len(users) - 1, -1, -1):
+        if users[i] is user:
+            del users[i]
+            return
+    raise ValueError(f"{user!r} is not a user")
 
 
 # opcode -> {attribute naming called computations: whether it holds a list of them}
@@ -140,7 +152,7 @@ class Instruction:
     def set_operands(self, operands) -> None:
         touch_instruction(self)
         for op in self.operands:
-            op.users.remove(self)
+            remove_use(op.users, self)
             touch_uses(op)
         self.operands = []
         for op in operands:
@@ -151,7 +163,7 @@ class Instruction:
         old = self.operands[index]
         touch_uses(old)
         touch_uses(new)
-        old.users.remove(self)
+        remove_use(old.users, self)
         self.operands[index] = new
         new.users.append(self)
 
@@ -299,7 +311,7 @@ class Computation:
         if inst.parent is not self and not self._holds(inst):
             raise ValueError(f"%{inst.name} is not in computation %{self.name}")
         for op in inst.operands:
-            op.users.remove(inst)
+            remove_use(op.users, inst)
             touch_uses(op)
         inst.operands = []
         if self._removed is None:

@@ -191,10 +191,18 @@ def clone_computation(comp: Computation, names: NameUniquer, module: Optional[Mo
 
 def add_after(module: Module, comp: Computation, anchor: Computation) -> None:
     """Add `comp` right after `anchor`: after anchor's callees, before its callers."""
-    index = next((i for i, c in enumerate(module.computations) if c is anchor), None)
+    index = _position(module.computations, anchor)
     following = module.computations[index + 1] if index is not None and index + 1 < len(module.computations) \
         else None
     module.add_computation(comp, before=following)
+
+
+def _position(items: list, item) -> Optional[int]:
+    """Where `item` is in `items` (by identity: computations define no equality), or None."""
+    try:
+        return items.index(item)
+    except ValueError:
+        return None
 
 
 def inline_call(call: Instruction, names: NameUniquer) -> None:
