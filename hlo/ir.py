@@ -20,17 +20,66 @@ from .opcodes import AttrKind, OPCODES, Op, OpInfo
 from .shapes import Shape
 
 
+class EditClock:
+    """A count of edits: every computation and instruction remembers the count at its last edit,
+    so a pass can tell what changed since it last looked (hlo/passes/incremental.py). An
+    instruction has two: `edited` (it was made, or its operands or control predecessors changed)
+    and `uses_edited` (its users, control successors or root status changed). Edits made through
+    this module's methods are counted; a pass that edits fields in place (`inst.shape = ...`) is
+    not, and says so (`Pass.incremental`)."""
+    now = 0
+
+
+def touch(comp: Optional["Computation"]) -> None:
+    """Record an edit of `comp` (None: an instruction outside any computation, nothing to record)."""
+    if comp is not None:
+        _tick(comp)
+
+
+def touch_instruction(inst: Optional["Instruction"]) -> None:
+    """Record an edit of `inst` (what it computes from) and of its computation."""
+    if inst is not None:
+        inst.edited = _tick(inst.parent)
+
+
+def touch_uses(inst: Optional["Instruction"]) -> None:
+    """Record an edit of the uses of `inst` and of its computation."""
+    if inst is not None:
+        inst.uses_edited = _tick(inst.parent)
+
+
+def _tick(comp: Optional["Computation"]) -> int:
+    """The count of the edit being recorded, given to `comp` (if any)."""
+    EditClock.now += 1
+    if comp is not None:
+        comp.edited = EditClock.now
+    return EditClock.now
+
+
+def remove_use(users: list, user) -> None:
+    """users.remove(user), searching from the end: the use removed is usually a recent one (a value
+    many instructions use, such as a broadcast constant, would otherwise cost a scan of all its
+    uses each time). Entries of one user are the same object, so which of them goes is the same."""
+    for i in range(len(users) - 1, -1, -1):
+        if users[i] is user:
+            del users[i]
+            return
+    raise ValueError(f"{user!r} is not a user")
+
+
 # opcode -> {attribute naming called computations: whether it holds a list of them}
 _CALLED_ATTRIBUTES = {name: {a.name: a.kind is AttrKind.COMPUTATION_LIST for a in info.attrs
                              if a.kind is AttrKind.COMPUTATION or a.kind is AttrKind.COMPUTATION_LIST}
                       for name, info in OPCODES.items()}
+# opcodes whose instructions call computations
+CALLING_OPCODES = frozenset(name for name, kinds in _CALLED_ATTRIBUTES.items() if kinds)
 
 
 class Instruction:
     __slots__ = ("name", "opcode", "shape", "operands", "attrs", "users", "parent", "loc",
                  "metadata", "sharding", "frontend_attributes", "backend_config",
                  "_control_predecessors", "control_successors", "statistics", "origin", "parameter_replication",
-                 "operand_locs", "attr_locs", "__weakref__")
+                 "operand_locs", "attr_locs", "edited", "uses_edited", "__weakref__")
 
     def __init__(self, name: str, opcode: str, shape: Optional[Shape], operands=(), attrs=None,
                  loc: Optional[SourceLoc] = None):
@@ -53,6 +102,7 @@ class Instruction:
         self.parameter_replication = None
         self.operand_locs: list[Optional[SourceLoc]] = []
         self.attr_locs: dict[str, SourceLoc] = {}
+        self.edited = self.uses_edited = 0  # EditClock.now at the last edits
         for op in operands:
             self.append_operand(op)
 
@@ -92,17 +142,28 @@ class Instruction:
     def append_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
         op.users.append(self)
+        now = EditClock.now = EditClock.now + 1  # touch_instruction(self), touch_uses(op), inlined: a hot path
+        self.edited = op.uses_edited = now
+        if self.parent is not None:
+            self.parent.edited = now
+        if op.parent is not None:
+            op.parent.edited = now
 
     def set_operands(self, operands) -> None:
+        touch_instruction(self)
         for op in self.operands:
-            op.users.remove(self)
+            remove_use(op.users, self)
+            touch_uses(op)
         self.operands = []
         for op in operands:
             self.append_operand(op)
 
     def replace_operand(self, index: int, new: "Instruction") -> None:
+        touch_instruction(self)
         old = self.operands[index]
-        old.users.remove(self)
+        touch_uses(old)
+        touch_uses(new)
+        remove_use(old.users, self)
         self.operands[index] = new
         new.users.append(self)
 
@@ -111,11 +172,14 @@ class Instruction:
 
         Costs time proportional to the uses, whatever the size of the computation."""
         users, self.users = self.users, []
+        touch_uses(self)
+        touch_uses(new)
         seen: set[int] = set()
         for user in users:
             if id(user) in seen:  # a user appears once per use: its slots are all replaced the first time
                 continue
             seen.add(id(user))
+            touch_instruction(user)
             operands = user.operands
             for i, op in enumerate(operands):
                 if op is self:
@@ -135,11 +199,14 @@ class Instruction:
 
     @control_predecessors.setter
     def control_predecessors(self, predecessors) -> None:
+        touch_instruction(self)
         for old in self._control_predecessors:
             old.control_successors.remove(self)
+            touch_uses(old)
         self._control_predecessors = list(predecessors)
         for new in self._control_predecessors:
             new.control_successors.append(self)
+            touch_uses(new)
 
     def clone(self, operands, name: Optional[str] = None) -> "Instruction":
         """A copy of this instruction (not yet in any computation) over other operands."""
@@ -172,7 +239,10 @@ class Computation:
         self._instructions: list[Instruction] = []
         self._removed: Optional[set[int]] = None                     # ids removed since the last rebuild
         self._inserted: Optional[dict[int, list[Instruction]]] = None  # id(x) -> instructions to put before x
-        self.root: Optional[Instruction] = None
+        self._root: Optional[Instruction] = None
+        self.edited = 0  # EditClock.now at the last edit (set just below)
+        touch(self)
+        self._in_order_at = -1  # `edited` when the list was last found in post order
         self.parent: Optional[Module] = None
         self.is_entry = False
         self.execution_thread = "main"
@@ -185,6 +255,17 @@ class Computation:
         return f"<computation %{self.name}>"
 
     @property
+    def root(self) -> Optional[Instruction]:
+        return self._root
+
+    @root.setter
+    def root(self, inst: Optional[Instruction]) -> None:
+        touch_uses(self._root)
+        self._root = inst
+        touch_uses(inst)
+        touch(self)
+
+    @property
     def instructions(self) -> list[Instruction]:
         """The instructions in program order (operands before users)."""
         if self._removed is not None or self._inserted is not None:
@@ -193,6 +274,7 @@ class Computation:
 
     @instructions.setter
     def instructions(self, instructions) -> None:
+        touch(self)
         self._instructions = list(instructions)
         self._removed = self._inserted = None
 
@@ -206,6 +288,8 @@ class Computation:
 
     def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
         """Append (or insert before `before`, an instruction of this computation) an instruction."""
+        now = EditClock.now = EditClock.now + 1  # touch(self), touch_instruction(inst), inlined: parsing adds
+        self.edited = inst.edited = now          # every instruction through here
         if self._removed is not None and id(inst) in self._removed:
             self._rebuild()  # added back after a removal: its old place must go first
         if before is None:
@@ -223,10 +307,12 @@ class Computation:
     def remove(self, inst: Instruction) -> None:
         """Remove an instruction that has no users."""
         assert not inst.users, f"removing {inst.name} which still has users"
+        touch(self)
         if inst.parent is not self and not self._holds(inst):
             raise ValueError(f"%{inst.name} is not in computation %{self.name}")
         for op in inst.operands:
-            op.users.remove(inst)
+            remove_use(op.users, inst)
+            touch_uses(op)
         inst.operands = []
         if self._removed is None:
             self._removed = set()
@@ -259,7 +345,8 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
         instructions = self.instructions
-        if _in_post_order(instructions):
+        if self._in_order_at == self.edited or _in_post_order(instructions):
+            self._in_order_at = self.edited  # known in order until the next edit
             return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
         order: list[Instruction] = []
@@ -383,7 +470,8 @@ class Module:
                 continue
             reachable.add(id(comp))
             for inst in comp.instructions:
-                stack.extend(inst.called_computations())
+                if inst.opcode in CALLING_OPCODES:
+                    stack.extend(inst.called_computations())
         before = len(self.computations)
         self.computations = [c for c in self.computations if id(c) in reachable]
         return len(self.computations) != before
@@ -398,8 +486,9 @@ class Module:
                 return
             seen.add(id(comp))
             for inst in comp.instructions:
-                for callee in inst.called_computations():
-                    visit(callee)
+                if inst.opcode in CALLING_OPCODES:
+                    for callee in inst.called_computations():
+                        visit(callee)
             order.append(comp)
 
         for comp in self.computations:
@@ -445,9 +534,18 @@ class NameUniquer:
 
     @staticmethod
     def for_module(module: Module) -> "NameUniquer":
+        uniquer = NameUniquer()
         taken = [c.name for c in module.computations]
         taken += [i.name for i in module.instructions()]
-        return NameUniquer(taken)
+        uniquer._taken.update(taken)
+        following = uniquer._next
+        for name in taken:  # reserve(), inlined: this runs over every name of the module
+            base, dot, digits = name.rpartition(".")
+            if dot and digits.isdecimal():
+                n = int(digits) + 1
+                if n > following.get(base, 1):
+                    following[base] = n
+        return uniquer
 
 
 def _split_suffix(name: str) -> tuple[str, Optional[int]]:

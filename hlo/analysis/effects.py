@@ -36,10 +36,12 @@ def computation_has_side_effect(comp: Computation) -> bool:
 
 def is_control_predecessor(inst: Instruction) -> bool:
     """Some instruction of the same computation must run after `inst`."""
+    if not inst.control_successors:
+        return False
     parent = inst.parent
     return parent is not None and any(successor.parent is parent for successor in inst.control_successors)
 
 
 def has_control_dependencies(inst: Instruction) -> bool:
     """`inst` is ordered against other instructions beyond its operands: passes leave it in place."""
-    return bool(inst.control_predecessors) or is_control_predecessor(inst)
+    return bool(inst._control_predecessors) or is_control_predecessor(inst)

@@ -4,15 +4,33 @@ A pass has a name (as XLA names the equivalent pass), a one-line description and
 `run(module) -> bool` (whether it changed anything). A pass module registers its
 passes with `@register`; pass_manager.py imports every pass module, so that
 `available_passes()` knows them all.
+
+An `incremental` pass visits its computations with `each_computation`: inside a
+`fixpoint(...)` group it then skips those it found nothing to do in last time and that
+did not change since (incremental.py says what such a pass promises).
 """
 from __future__ import annotations
 
-from ..ir import Module
+from typing import Callable, Iterable, Optional
+
+from ..ir import Computation, Module
+from .incremental import ChangeTracker
 
 
 class Pass:
     name: str = ""
     description: str = ""
+    incremental = False  # see incremental.py for what a pass promises by setting it
+    tracker: Optional[ChangeTracker] = None  # given by the pass manager inside fixpoint groups
+
+    def each_computation(self, comps: Iterable[Computation], process: Callable[[Computation], bool]) -> bool:
+        """`process(comp)` for each computation (but those known to hold nothing to do); whether any changed."""
+        if self.tracker is not None and self.incremental:
+            return self.tracker.each_computation(self.name, comps, process)
+        changed = False
+        for comp in comps:
+            changed |= process(comp)
+        return changed
 
     def run(self, module: Module) -> bool:
         raise TypeError(f"pass {type(self).__name__} does not define run()")

@@ -24,14 +24,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import Optional
+
 from ..analysis.effects import has_control_dependencies, has_side_effect
-from ..ir import Computation, Instruction, Module
-from ..opcodes import Category, OPCODES, Op, Trait, has_trait
+from ..ir import CALLING_OPCODES, Computation, EditClock, Instruction, Module
+from ..opcodes import Category, OPCODES, Op, Trait, ops_with
 from .analysis import EvaluationError, evaluate_cone
 from .base import Pass, register
+from .cse import attributes_key
+from .incremental import ChangeTracker
 from .rewrite import Rewriter, is_dead, rewrite_unfused_computations
 
 MAX_FOLD_ELEMENTS = 1_000_000
+_NOT_FOLDABLE = ops_with(Trait.NOT_FOLDABLE)
+_UNFOLDABLE_INSIDE = ops_with(Trait.UNFOLDABLE_INSIDE)
 
 
 @register
@@ -39,28 +45,100 @@ class ConstantFolding(Pass):
     name = "constant-folding"
     description = "Evaluate instructions whose operands are all constants and replace them by constants."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
-        return rewrite_unfused_computations(module, fold_computation)
+        tracker = self.tracker or ChangeTracker()
+        marks = tracker.instruction_marks(self.name)
+        values = FoldedValues()
+        return rewrite_unfused_computations(
+            module, lambda comp, rewriter: fold_computation(comp, rewriter, marks, tracker, values),
+            self.each_computation)
 
 
-def fold_computation(comp: Computation, rewriter: Rewriter) -> bool:
+class FoldedValues:
+    """Values computed in one run, by what computed them: inlined code repeats the same constant
+    expressions (half of a large model's folds are repeats), and the interpreter is deterministic."""
+
+    def __init__(self):
+        self._values: dict = {}
+        self._fingerprints: dict = {}
+
+    def evaluate(self, inst: Instruction):
+        """The value of `inst` (EvaluationError when the interpreter cannot compute it)."""
+        try:
+            key = self._key(inst)
+            hash(key)
+        except TypeError:  # something that cannot be compared safely (an elided constant ...)
+            return evaluate_cone([inst])[0]
+        known = self._values.get(key)
+        if known is None:
+            try:
+                known = self._values[key] = ("value", evaluate_cone([inst])[0])
+            except EvaluationError as err:
+                known = self._values[key] = ("error", err)
+        if known[0] == "error":
+            raise known[1]
+        return np.array(known[1], copy=True)  # each constant its own array
+
+    def _key(self, inst: Instruction) -> tuple:
+        """Equal for instructions computing the same value in the same way from the same constants."""
+        return (inst.opcode, inst.shape, attributes_key(inst, self._fingerprints), inst.backend_config,
+                tuple(self._key(op) for op in inst.operands))
+
+
+def fold_computation(comp: Computation, rewriter: Rewriter, marks: Optional[dict] = None,
+                     tracker: Optional[ChangeTracker] = None, values: Optional[FoldedValues] = None) -> bool:
+    """Fold what can be folded in `comp`. `marks` ({instruction: EditClock.now when it was found
+    not foldable}) skips an instruction when nothing the decision reads was edited since."""
+    marks = {} if marks is None else marks
+    tracker = tracker or ChangeTracker()
+    values = values or FoldedValues()
     changed = False
     foldable_callees: dict[int, bool] = {}
     for inst in comp.post_order():
-        if inst.parent is not comp or (not inst.users and inst is not comp.root):
-            continue  # removed meanwhile, or dead
-        if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
+        if marks.get(inst, -1) >= _latest_edit_read(inst, tracker):
             continue
-        try:
-            value = evaluate_cone([inst])[0]
-        except EvaluationError:
+        if not _fold(inst, comp, rewriter, foldable_callees, values):
+            marks[inst] = EditClock.now
             continue
-        if np.shape(value) != tuple(inst.shape.dims):
-            continue  # not what the instruction promises: leave it to the checker/interpreter
-        constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
-        _replace_and_remove_dead(inst, constant)
         changed = True
     return changed
+
+
+def _latest_edit_read(inst: Instruction, tracker: ChangeTracker) -> int:
+    """The latest edit of what deciding to fold `inst` reads: `inst` and its uses, its operands
+    (through tuples: the decision looks into them; what an operand is computed from is an edit of
+    the operand) and what it calls."""
+    latest = max(inst.edited, inst.uses_edited, _latest_operand_edit(inst))
+    if inst.opcode in CALLING_OPCODES:
+        latest = max([latest] + [tracker.last_edit(c) for c in inst.called_computations()])
+    return latest
+
+
+def _latest_operand_edit(inst: Instruction) -> int:
+    latest = 0
+    for op in inst.operands:
+        latest = max(latest, op.edited, _latest_operand_edit(op) if op.opcode == Op.TUPLE else 0)
+    return latest
+
+
+def _fold(inst: Instruction, comp: Computation, rewriter: Rewriter, foldable_callees: dict[int, bool],
+          values: FoldedValues) -> bool:
+    """Replace `inst` by a constant if it can be folded; whether it was."""
+    if inst.parent is not comp or (not inst.users and inst is not comp.root):
+        return False  # removed meanwhile, or dead
+    if not _operands_allow_folding(inst) or not is_foldable(inst, foldable_callees):
+        return False
+    try:
+        value = values.evaluate(inst)
+    except EvaluationError:
+        return False
+    if np.shape(value) != tuple(inst.shape.dims):
+        return False  # not what the instruction promises: leave it to the checker/interpreter
+    constant = rewriter.constant(comp, value, inst.shape, before=inst, like=inst)
+    _replace_and_remove_dead(inst, constant)
+    return True
 
 
 def _operands_allow_folding(inst: Instruction) -> bool:
@@ -90,7 +168,7 @@ def _evaluable_here(inst: Instruction) -> bool:
 
 
 def is_foldable(inst: Instruction, foldable_callees: dict[int, bool]) -> bool:
-    if has_trait(inst.opcode, Trait.NOT_FOLDABLE):
+    if inst.opcode in _NOT_FOLDABLE:
         return False
     if inst.shape is None or not inst.shape.is_array or inst.shape.is_dynamic:
         return False
@@ -114,7 +192,7 @@ def _callee_foldable(comp: Computation, cache: dict[int, bool]) -> bool:
     if id(comp) not in cache:
         cache[id(comp)] = True  # provisional, for recursive references
         cache[id(comp)] = all(
-            not has_trait(i.opcode, Trait.UNFOLDABLE_INSIDE) and _evaluable_here(i) and not has_side_effect(i)
+            i.opcode not in _UNFOLDABLE_INSIDE and _evaluable_here(i) and not has_side_effect(i)
             and all(_callee_foldable(c, cache) for c in i.called_computations())
             for i in comp.instructions)
     return cache[id(comp)]

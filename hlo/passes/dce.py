@@ -11,10 +11,10 @@ class DeadCodeElimination(Pass):
     name = "dce"
     description = "Remove instructions with no users (except side effects and parameters) and unreachable computations."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
-        changed = False
-        for comp in module.computations:
-            changed |= remove_dead_instructions(comp)
+        changed = self.each_computation(list(module.computations), remove_dead_instructions)
         if module.entry is not None:
             changed |= module.remove_unreachable_computations()
         return changed

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..ir import Computation, Instruction, NameUniquer
+from ..ir import Computation, Instruction, NameUniquer, remove_use
 from ..opcodes import Op
 from .instruction_order import InstructionOrder
 
@@ -66,7 +66,7 @@ class FusedComputation:
             self.dropped.append(param)
             self.order.remove(param)
             param.parent = None
-            operands[slot].users.remove(fusion)  # one entry per use
+            remove_use(operands[slot].users, fusion)  # one entry per use
             del operands[slot]
             del params[slot]
         self.heroes = None

@@ -606,7 +606,7 @@ class ComputationFuser:
         targets = [state.params[i] for i in slots]
         before = state.first_user(targets)
         result = self._clone_into(producer, fusion, state, before,
-                                  rename=producer.users.count(fusion) != len(producer.users))
+                                  rename=any(user is not fusion for user in producer.users))
         for param in targets:
             _replace_uses(param, result)
         state.drop_operands(fusion, slots)

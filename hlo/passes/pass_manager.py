@@ -35,6 +35,8 @@ from . import (batchnorm_expander, call_inliner, conditional_simplifier, constan
                while_loop_invariant_code_motion, while_loop_simplifier, zero_sized_hlo_elimination)
 from .algsimp import simplifier  # noqa: F401
 from .base import REGISTRY, Pass
+from .rewrite import repeat_while_changing
+from .incremental import ChangeTracker
 
 
 def available_passes() -> dict[str, type[Pass]]:
@@ -134,6 +136,7 @@ class PassRunner:
     def __post_init__(self):
         if self.verify_each is None:
             self.verify_each = verify_each_by_default()
+        self._tracker: Optional[ChangeTracker] = None  # inside a fixpoint group
 
     def run(self, module: Module, steps: list[PipelineStep]) -> bool:
         self._checked = False  # whether the module was checked since the last change
@@ -158,20 +161,25 @@ class PassRunner:
 
     def _run_step(self, module: Module, step: PipelineStep) -> bool:
         if isinstance(step, FixedPoint):
-            any_change = False
-            for _ in range(step.max_iterations):
-                if not self._run_steps(module, step.steps):
-                    break
-                any_change = True
-            return any_change
+            outermost = self._tracker is None
+            if outermost:
+                self._tracker = ChangeTracker()
+            try:
+                return repeat_while_changing(lambda: self._run_steps(module, step.steps), step.max_iterations)
+            finally:
+                if outermost:
+                    self._tracker = None
         return self._run_pass(module, step)
 
     def _run_pass(self, module: Module, name: str) -> bool:
         if self.progress is not None:
             self.progress.advance(0, name)
         pass_ = available_passes()[name]()
+        pass_.tracker = self._tracker
         start = time.perf_counter()
         changed = bool(pass_.run(module))
+        if changed and not pass_.incremental and self._tracker is not None:
+            self._tracker.forget_all()
         event = PassEvent(name, changed, time.perf_counter() - start)
         self.events.append(event)
         if changed:

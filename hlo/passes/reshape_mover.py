@@ -29,7 +29,7 @@ import numpy as np
 from ..analysis.effects import has_side_effect
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import Op, Trait, has_trait
+from ..opcodes import Op, Trait, ops_with
 from ..shapes import Shape
 from .analysis import inverse_permutation, is_identity_permutation
 from .base import Pass, register
@@ -50,8 +50,11 @@ class ReshapeMover(Pass):
 
 # --------------------------------------------------------------------------- rearranges
 
+_REARRANGES = ops_with(Trait.REARRANGE)
+
+
 def is_rearrange(inst: Instruction) -> bool:
-    return has_trait(inst.opcode, Trait.REARRANGE) and _is_static_array(inst.shape) \
+    return inst.opcode in _REARRANGES and _is_static_array(inst.shape) \
         and _is_static_array(inst.operands[0].shape)
 
 

@@ -70,11 +70,17 @@ def unfused_computations(module: Module) -> list[Computation]:
     return [comp for comp in module.computations if id(comp) not in fused]
 
 
-def rewrite_unfused_computations(module: Module, rewrite: Callable[[Computation, Rewriter], bool]) -> bool:
-    """Run `rewrite(comp, rewriter)` on every unfused computation, one Rewriter for all; whether any changed."""
+def rewrite_unfused_computations(module: Module, rewrite: Callable[[Computation, Rewriter], bool],
+                                 each_computation=None) -> bool:
+    """Run `rewrite(comp, rewriter)` on every unfused computation, one Rewriter for all; whether any changed.
+
+    each_computation: a pass's `Pass.each_computation`, for an incremental pass."""
     rewriter = Rewriter(module)
+    comps = unfused_computations(module)
+    if each_computation is not None:
+        return each_computation(comps, lambda comp: rewrite(comp, rewriter))
     changed = False
-    for comp in unfused_computations(module):
+    for comp in comps:
         changed |= rewrite(comp, rewriter)
     return changed
 
@@ -185,10 +191,18 @@ def clone_computation(comp: Computation, names: NameUniquer, module: Optional[Mo
 
 def add_after(module: Module, comp: Computation, anchor: Computation) -> None:
     """Add `comp` right after `anchor`: after anchor's callees, before its callers."""
-    index = next((i for i, c in enumerate(module.computations) if c is anchor), None)
+    index = _position(module.computations, anchor)
     following = module.computations[index + 1] if index is not None and index + 1 < len(module.computations) \
         else None
     module.add_computation(comp, before=following)
+
+
+def _position(items: list, item) -> Optional[int]:
+    """Where `item` is in `items` (by identity: computations define no equality), or None."""
+    try:
+        return items.index(item)
+    except ValueError:
+        return None
 
 
 def inline_call(call: Instruction, names: NameUniquer) -> None:

@@ -11,5 +11,7 @@ class TupleSimplifier(Pass):
     name = "tuple-simplifier"
     description = "gte(tuple(a, b), 1) -> b; tuple(gte(t, 0), ..., gte(t, n-1)) -> t."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
-        return any([simplify_tuples(comp) for comp in module.computations])
+        return self.each_computation(list(module.computations), simplify_tuples)

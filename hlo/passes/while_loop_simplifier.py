@@ -26,7 +26,7 @@ while-loop-invariant-code-motion).
 from __future__ import annotations
 
 from ..analysis.effects import computation_has_side_effect, has_control_dependencies, has_side_effect_anywhere
-from ..ir import Computation, Instruction, Module
+from ..ir import Computation, EditClock, Instruction, Module
 from ..opcodes import Op
 from .base import Pass, register
 from .rewrite import Rewriter, replace, replace_by_inlined_call
@@ -41,13 +41,23 @@ class WhileLoopSimplifier(Pass):
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         changed = False
+        # Inside a fixpoint group: the loops found with nothing to do, and when. What is done to a
+        # loop depends on its computation and what that calls; the pass is not incremental, so the
+        # tracker forgets these marks as soon as it changes anything.
+        tracker = self.tracker
+        marks = tracker.instruction_marks(self.name) if tracker is not None else {}
         for loop in while_loops(module):
             if loop.parent is None or has_control_dependencies(loop):
+                continue
+            if loop in marks and tracker.last_edit(loop.parent) <= marks[loop]:
                 continue
             if try_remove_while_loop(loop, rewriter):
                 changed = True
                 continue
-            changed |= try_remove_dead_elements(loop, rewriter)
+            if try_remove_dead_elements(loop, rewriter):
+                changed = True
+            elif tracker is not None:
+                marks[loop] = EditClock.now
         if changed and module.entry is not None:
             module.remove_unreachable_computations()
         return changed

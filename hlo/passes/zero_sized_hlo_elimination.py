@@ -22,8 +22,10 @@ class ZeroSizedHloElimination(Pass):
     name = "zero-sized-hlo-elimination"
     description = "Replace instructions producing zero-element arrays by empty constants."
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
-        return rewrite_unfused_computations(module, eliminate_zero_sized)
+        return rewrite_unfused_computations(module, eliminate_zero_sized, self.each_computation)
 
 
 def is_zero_element_array(inst: Instruction) -> bool:

@@ -25,6 +25,7 @@ from .recovery import parse_records
 from .records import CompRec, HeaderRec, InstrRec, LiteralOperand, OperandRef
 
 _GENERIC = frozenset(GENERIC_ATTRIBUTES)
+_new_tuple = tuple.__new__  # SourceLoc(file, offset) without the named tuple's Python-level __new__
 _LITERAL_OPERAND = ops_with(Trait.LITERAL_OPERAND)  # a number or literal where operands go
 
 
@@ -45,6 +46,9 @@ class Builder:
         self.module: Optional[Module] = None
         self.computations: dict[str, Computation] = {}
         self.anon_counter = 0
+        # (id(spec), id(value)) -> (value, typed value): the fast path gives lines writing the same
+        # value one value object (fastpath.py), converted once here when the result is immutable
+        self.converted: dict[tuple[int, int], tuple] = {}
 
     def loc(self, offset: int) -> SourceLoc:
         return SourceLoc(self.source, offset if offset > 0 else 0)
@@ -212,7 +216,7 @@ class Builder:
                     self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
                              f"{target.shape}", op.pos, "defined here", target.loc.offset)
                 operands.append(target)
-                locs.append(SourceLoc(source, op.pos))
+                locs.append(_new_tuple(SourceLoc, (source, op.pos)))
             elif kind is InstrRec:  # nested instruction: gets a generated name
                 inner = self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
                 if inner is None:
@@ -234,7 +238,7 @@ class Builder:
             if sugar is None:
                 self.unknown_opcode(rec)
                 return None
-        inst = Instruction(name, opcode, rec.shape, loc=SourceLoc(source, rec.pos))
+        inst = Instruction(name, opcode, rec.shape, loc=_new_tuple(SourceLoc, (source, rec.pos)))
         inst.operands = operands
         for target in operands:
             target.users.append(inst)
@@ -355,12 +359,14 @@ class Builder:
                 self.err(f"attribute '{name}' is given more than once", pos, "first given here", seen[name])
                 continue
             seen[name] = pos
-            attr_locs[name] = SourceLoc(source, pos)
+            attr_locs[name] = _new_tuple(SourceLoc, (source, pos))
             try:
-                if name in _GENERIC:
+                if name == "metadata" and type(value) is V.RawBraces and METADATA_FIELD_RE.fullmatch(value.text):
+                    inst.metadata = Metadata(value.text)  # the usual case of _metadata(), inline
+                elif name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
                 elif name in specs:
-                    inst.attrs[name] = convert_attribute(specs[name], value, self.resolve_computation)
+                    inst.attrs[name] = self.convert(specs[name], value)
                 elif name == "result_accuracy" and opcode in OPCODES and OPCODES[opcode].transcendental:
                     inst.attrs[name] = check_generic_attribute(name, value)
                 else:
@@ -372,6 +378,17 @@ class Builder:
         required = _required(specs) if sugar is not None else _REQUIRED[opcode]
         if required:
             self.required_attributes(inst, rec, required, seen)
+
+    def convert(self, spec, value):
+        """convert_attribute(spec, value), once per value object when the typed value is immutable."""
+        key = (id(spec), id(value))
+        known = self.converted.get(key)
+        if known is not None and known[0] is value:
+            return known[1]
+        typed = convert_attribute(spec, value, self.resolve_computation)
+        if _immutable(typed):
+            self.converted[key] = (value, typed)
+        return typed
 
     def required_attributes(self, inst, rec, required: tuple[str, ...], seen) -> None:
         for name in required:
@@ -573,6 +590,14 @@ def _donor(item):
     if not (isinstance(item, V.Paren) and len(item.items) == 2 and _is_plain_int(item.items[0])):
         raise ValueError("expected entries like (0, {})")
     return int(item.items[0]), to_shape_index(item.items[1])
+
+
+def _immutable(value) -> bool:
+    """Numbers, strings and (nested) tuples of them: values any number of instructions may share."""
+    kind = type(value)
+    if kind is tuple:
+        return all(_immutable(v) for v in value)
+    return kind is int or kind is str or kind is bool or kind is float
 
 
 def _metadata(value, source: SourceFile) -> Metadata:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from typing import Callable, Optional
-from ..opcodes import Op
+from ..opcodes import OPCODES, Op
 from ..shapes import PRIMITIVE_TYPES
 from .lexer import KEYWORDS, LAZY_ATTRIBUTES, HloLexer, literal_structure
 from .records import (_NAME_IN_LIST, InstrRec, LiteralOperand, OperandRef, SyntaxInCallback, TOKEN_VALUES,
@@ -55,6 +55,7 @@ _OPERAND_ITEM = re.compile(r"[ \t]*(?:/\*index=[0-9]+\*/[ \t]*)?([^,\s/]+)[ \t]*
 _SLICES = re.compile(r"\{\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\](?:, \[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\])*\}")
 _RANGE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
 _KEYWORD_VALUES = ("TRUE", "FALSE", "INF")
+_KINDS_READ_ALIKE = ("ints", "braces", "string", "word", "ref", "int")  # value() does not look at the position
 
 
 class _NotOrdinary(Exception):
@@ -118,6 +119,20 @@ def attribute_spans(text: str, start: int, end: int):
         yield am.group(1), am.start(1), am.start(am.lastgroup), am.end()
 
 
+_SHAPES: dict = {}  # shape text -> Shape: dumps repeat a few shapes on every line
+_OPCODE_WORDS = frozenset(name for name in OPCODES if name not in KEYWORDS and name != "nan")  # _identifier() passes
+
+
+def _shape(text: str):
+    """The Shape of a shape written on an ordinary line (kept in _SHAPES)."""
+    if text[:text.index("[")] not in PRIMITIVE_TYPES:  # the lexer would read the word alone
+        raise _NotOrdinary
+    shape = shape_from_text(text)
+    if len(_SHAPES) < 4096:
+        _SHAPES[text] = shape
+    return shape
+
+
 def _identifier(word: str) -> None:
     """A name or opcode the lexer reads as IDENT: not a keyword, not `nan` (checked by the lexer's
     order of terminals: nothing tried before IDENT matches a word followed by space, '=' or '(')."""
@@ -134,28 +149,29 @@ class _LineReader:
         context = HloLexer.context_regexes
         self.operand_names = context["OPERAND_NAMES"].match
         self.literal_text = context["LITERAL_TEXT"].match
+        # kind -> {written: value} for the values that do not depend on where they are written
+        # (they are immutable, and records are shared anyway): lines repeat dimensions={1}, kind=kLoop ...
+        self.known_values: dict[str, dict] = {kind: {} for kind in _KINDS_READ_ALIKE}
 
     def record(self, m: re.Match) -> tuple[InstrRec, int]:
         """The line's record and where its last token ends."""
-        name = m.group("name")
+        root, name, shape_text, opcode, attributes = m.group("root", "name", "shape", "opcode", "attrs")
         if name is not None:
             pos = m.start("name") - 1
         else:
             name, pos = m.group("bare"), m.start("bare")
             _identifier(name)
-        shape = m.group("shape")
-        if shape[:shape.index("[")] not in PRIMITIVE_TYPES:  # the lexer would read the word alone
-            raise _NotOrdinary
-        opcode = m.group("opcode")
-        _identifier(opcode)
-        operands = self.operands(opcode, m.start("operands"), m.end("operands"))
-        end = m.end("operands")
+        shape = _SHAPES.get(shape_text)
+        if shape is None:
+            shape = _shape(shape_text)
+        if opcode not in _OPCODE_WORDS:
+            _identifier(opcode)
+        start, end = m.span("operands")
+        operands = self.operands(opcode, start, end)
         attrs = ()
-        if m.group("attrs") is not None:
-            attrs, end = self.attributes(m.start("attrs"), m.end("attrs"))
-        rec = InstrRec(m.group("root") is not None, name, pos, shape_from_text(shape), opcode, m.start("opcode"),
-                       operands, attrs)
-        return rec, end
+        if attributes is not None:
+            attrs, end = self.attributes(*m.span("attrs"))
+        return InstrRec(root is not None, name, pos, shape, opcode, m.start("opcode"), operands, attrs), end
 
     # -- operands
     def operands(self, opcode: str, start: int, end: int) -> list:
@@ -221,17 +237,22 @@ class _LineReader:
         last one ends."""
         out = []
         pos = start
+        known_values = self.known_values
         for am in _ATTRIBUTE.finditer(self.text, start, end):
             if am.start() != pos:
                 break
             pos = am.end()
-            name = am.group(1)
             kind = am.lastgroup
-            written = am.group(kind)
+            name, written = am.group(1, kind)
             if name in LAZY_ATTRIBUTES and (kind == "braces" or kind == "ints"):
                 value = V.RawBraces(written, am.start(kind))  # (kept verbatim, as the lexer's BRACED)
             else:
-                value = self.value(kind, written, am.start(kind))
+                known = known_values.get(kind)
+                value = known.get(written) if known is not None else None
+                if value is None:
+                    value = self.value(kind, written, am.start(kind))
+                    if known is not None:
+                        known[written] = value
             out.append((name, value, am.start(1)))
         if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
             raise _NotOrdinary

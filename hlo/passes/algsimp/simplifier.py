@@ -18,9 +18,12 @@ replace, and the default layout unless they replace an instruction (then its sha
 from __future__ import annotations
 
 from ...analysis.effects import has_side_effect, is_control_predecessor
-from ...ir import Computation, Instruction, Module
+from typing import Optional
+
+from ...ir import Computation, EditClock, Instruction, Module, touch_instruction, touch_uses
 from ...opcodes import Op
 from ..base import Pass, register
+from ..incremental import ChangeTracker, latest_edit_read
 from ..rewrite import repeat_while_changing, replace
 from .context import PassState, RewriteContext, same_shape
 from .rules import RULES
@@ -38,47 +41,73 @@ class AlgebraicSimplifier(Pass):
     description = ("Algebraic simplification: identities (x+0, x*1, ...), redundant reshapes/transposes/"
                    "broadcasts/slices, trivial dots and reductions (XLA's AlgebraicSimplifier).")
 
+    incremental = True
+
     def run(self, module: Module) -> bool:
         state = PassState(module)
         fused = _fusion_bodies(module)
-        changed = False
-        for comp in list(module.computations):
-            if id(comp) in fused:
-                continue
-            changed |= simplify_computation(comp, state)
-        return changed
+        comps = [comp for comp in module.computations if id(comp) not in fused]
+        tracker = self.tracker or ChangeTracker()
+        marks = tracker.instruction_marks(self.name)
+        return self.each_computation(comps, lambda comp: simplify_computation(comp, state, marks, tracker))
 
 
-def simplify_computation(comp: Computation, state: PassState) -> bool:
-    changed = repeat_while_changing(lambda: _sweep(comp, state), MAX_SWEEPS)
+def simplify_computation(comp: Computation, state: PassState, marks: Optional[dict] = None,
+                         tracker: Optional[ChangeTracker] = None) -> bool:
+    """Sweep `comp` until no rule fires. `marks` ({instruction: EditClock.now when no rule fired
+    at it}) lets a sweep skip an instruction when nothing it or its operands (transitively) depend
+    on was edited since: the rules read an instruction, its users, its operands' values and users,
+    and what it calls (`tracker` knows when a computation was last edited)."""
+    marks = {} if marks is None else marks
+    tracker = tracker or ChangeTracker()
+    changed = repeat_while_changing(lambda: _sweep(comp, state, marks, tracker), MAX_SWEEPS)
     if changed:
         _restore_operand_order(comp)
     return changed
 
 
-def _sweep(comp: Computation, state: PassState) -> bool:
+def _sweep(comp: Computation, state: PassState, marks: dict, tracker: ChangeTracker) -> bool:
     """One post-order pass over `comp`; True if some rule fired."""
     changed = False
     rules_of = RULES.get
+    cone: dict[Instruction, int] = {}  # latest edit of an instruction and what it reads, this sweep
     for inst in comp.post_order():
+        latest = latest_edit_read(inst, cone, tracker)
         rules = rules_of(inst.opcode)
-        if not rules or inst.parent is not comp or not _rewritable(inst, comp):
+        if not rules or marks.get(inst, -1) >= latest:
             continue
-        ctx = RewriteContext(state, comp, inst)
-        for rule in rules:
-            new = rule(ctx, inst)
-            if new is None:
-                ctx.discard_unused()
-                continue
-            if new is not inst:
-                if not same_shape(new.shape, inst.shape):
-                    raise AssertionError(f"algsimp rule {rule.__name__} replaced {inst.name} ({inst.shape}) "
-                                         f"by {new.name} ({new.shape})")
-                replace(inst, new)
-                ctx.discard_unused()
-            changed = True
-            break
+        if inst.parent is not comp or not _rewritable(inst, comp):
+            continue
+        if not _apply_rules(inst, rules, comp, state):
+            marks[inst] = EditClock.now
+            continue
+        marks.pop(inst, None)
+        changed = True
     return changed
+
+
+def _apply_rules(inst: Instruction, rules, comp: Computation, state: PassState) -> bool:
+    """Try `rules` on `inst` until one fires; whether one did."""
+    ctx = RewriteContext(state, comp, inst)
+    for rule in rules:
+        new = rule(ctx, inst)
+        if new is None:
+            ctx.discard_unused()
+            continue
+        if new is not inst:
+            if not same_shape(new.shape, inst.shape):
+                raise AssertionError(f"algsimp rule {rule.__name__} replaced {inst.name} ({inst.shape}) "
+                                     f"by {new.name} ({new.shape})")
+            replace(inst, new)
+            ctx.discard_unused()
+        else:  # changed in place: what reads it must look again
+            touch_instruction(inst)
+            for neighbour in inst.operands:
+                touch_uses(neighbour)
+            for neighbour in inst.users:
+                touch_instruction(neighbour)
+        return True
+    return False
 
 
 def _rewritable(inst: Instruction, comp: Computation) -> bool:
