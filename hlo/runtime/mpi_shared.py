@@ -22,7 +22,6 @@ import numpy as np
 
 from .mpi import MpiWorld
 
-MAX_WINDOW_BYTES = 1 << 30     # beyond this a group's collectives travel as messages
 _ENVIRONMENT_SWITCH = "HLO_MPI_SHARED_MEMORY"
 
 
@@ -57,8 +56,6 @@ class SharedWindow:
         """Halves of at least nbytes (rounded up to a power of two): a collective call of the
         group's ranks, which must all be at the same call (check before)."""
         half = max(1 << 16, 1 << (max(nbytes, 1) - 1).bit_length())
-        if 2 * half > MAX_WINDOW_BYTES:
-            raise ValueError(f"{what}: {2 * half} bytes of shared memory is over the limit of {MAX_WINDOW_BYTES}")
         self.free(what, peers)
         MPI, comm = self.world.MPI, self.comm
         size = 2 * half if comm.Get_rank() == 0 else 0      # one block, on the group's first rank
