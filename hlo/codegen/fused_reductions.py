@@ -21,6 +21,8 @@ other window dimension 1.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import Layout, Shape
@@ -69,25 +71,34 @@ def operand_order(inst: Instruction) -> list[int]:
     return memory_order(inst.operands[0]) or list(inst.operands[0].shape.minor_to_major())
 
 
-def memory_order(inst: Instruction):
+def memory_order(inst: Instruction, known: Optional[dict] = None):
     """inst's dimensions minor first as the arrays it reads lie in memory: through elementwise ops
     (their first operand that reads memory), converts, copies, transposes and row-major reshapes of
-    row-major values, down to a fusion parameter (its layout is a real buffer's). None: unknown."""
+    row-major values, down to a fusion parameter (its layout is a real buffer's). None: unknown.
+    known: the answers so far (each instruction is looked at once: fused graphs share operands)."""
+    known = {} if known is None else known
+    if id(inst) not in known:
+        known[id(inst)] = None   # (a fused graph has no cycles; this only guards the recursion)
+        known[id(inst)] = _memory_order(inst, known)
+    return known[id(inst)]
+
+
+def _memory_order(inst: Instruction, known: dict):
     op = inst.opcode
     if op == Op.PARAMETER:
         return list(inst.shape.minor_to_major())
     if op == Op.TRANSPOSE:
-        below = memory_order(inst.operands[0])
+        below = memory_order(inst.operands[0], known)
         perm = list(inst.attrs["dimensions"])
         return [perm.index(d) for d in below] if below is not None else None
     if op == Op.RESHAPE:
-        below = memory_order(inst.operands[0])
+        below = memory_order(inst.operands[0], known)
         rank = inst.operands[0].shape.rank
         return list(range(inst.shape.rank - 1, -1, -1)) if below == list(range(rank - 1, -1, -1)) else None
     if op == Op.COPY or (inst.info.is_elementwise and inst.operands):
         for operand in inst.operands:
             if operand.shape.rank == inst.shape.rank and operand.opcode not in _NO_MEMORY:
-                below = memory_order(operand)
+                below = memory_order(operand, known)
                 if below is not None:
                     return below
     return None

@@ -143,3 +143,14 @@ def test_a_reduce_over_the_contiguous_dimension_keeps_the_element_by_element_loo
 def test_a_reduce_over_a_major_dimension_is_accumulated():
     module = _check(REDUCE_MAJOR, np.random.default_rng(2).standard_normal((3, 40, 13)).astype(np.float32))
     assert [i.opcode for i in materialized(module.entry.root.attrs["calls"])] == [Op.REDUCE]
+
+
+def test_memory_order_looks_at_each_instruction_of_a_shared_graph_once():
+    # x_k = x_{k-1} * x_{k-1} over a broadcast: 2^60 paths, none reaching memory (threefry's rounds)
+    lines = ["  %x0 = f32[4,8]{1,0} broadcast(%p), dimensions={}"]
+    lines += [f"  %x{k} = f32[4,8]{{1,0}} multiply(%x{k - 1}, %x{k - 1})" for k in range(1, 61)]
+    text = ("HloModule m\n%fused (p: f32[]) -> f32[4,8] {\n  %p = f32[] parameter(0)\n" + "\n".join(lines)
+            + "\n  ROOT %r = f32[4,8]{1,0} negate(%x60)\n}\n\nENTRY e {\n  %p = f32[] parameter(0)\n"
+            "  ROOT %f = f32[4,8]{1,0} fusion(%p), kind=kLoop, calls=%fused\n}\n")
+    root = parse_module(text, "t.hlo").entry.root.attrs["calls"].root
+    assert memory_order(root) is None
