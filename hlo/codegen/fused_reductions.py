@@ -97,14 +97,11 @@ def _memory_order(inst: Instruction, known: dict):
         return list(range(inst.shape.rank - 1, -1, -1)) if below == list(range(rank - 1, -1, -1)) else None
     if op == Op.COPY or (inst.info.is_elementwise and inst.operands):
         for operand in inst.operands:
-            if operand.shape.rank == inst.shape.rank and operand.opcode not in _NO_MEMORY:
+            if operand.shape.rank == inst.shape.rank:   # (a broadcast or constant reads no array in order: None)
                 below = memory_order(operand, known)
                 if below is not None:
                     return below
     return None
-
-
-_NO_MEMORY = (Op.BROADCAST, Op.CONSTANT, Op.IOTA)   # operands that read no array in order
 
 
 def value_shape(inst: Instruction) -> Shape:
