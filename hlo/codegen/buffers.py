@@ -360,7 +360,7 @@ def _bitcast(assigner: _Assigner, inst, _):
 
 @BUFFER_RULES.register(Op.WHILE)
 def _while(assigner: _Assigner, inst, _):
-    state = assigner.new_value(inst.shape)
+    state = _while_state(assigner, inst)
     start = assigner.pos
     used: set = set()
     assigner.loops.append(used)
@@ -389,6 +389,50 @@ def _while(assigner: _Assigner, inst, _):
         for outer in assigner.loops:
             outer.add(buf)
     return state
+
+
+def _while_state(assigner: _Assigner, inst):
+    """The loop state's buffers: new ones, except that an element the body passes on unchanged and
+    that starts as an entry parameter (not aliased with a result) or a constant is that buffer
+    itself. Nothing writes it (in-place updates take arena buffers only), so the copy into the state
+    on every run and the state's memory are saved: a decoding loop carries its model's weights."""
+    init = assigner.a.values[id(inst.operands[0])]
+    if not inst.shape.is_tuple or not isinstance(init, tuple):
+        return assigner.new_value(inst.shape)
+    donated = set(assigner.a.aliases.values())
+    taken: set = set()
+    state = []
+    for k, (shape, source) in enumerate(zip(inst.shape.tuple_shapes, init)):
+        target = resolve(source) if isinstance(source, Buffer) else None
+        if target is not None and id(target) not in taken and _passed_on(inst, k, shape) \
+                and _same_layout(source.shape, shape) and (target.kind is BufferKind.CONSTANT or (
+                    target.kind is BufferKind.PARAM and target.number not in donated)):
+            taken.add(id(target))
+            state.append(source)
+        else:
+            state.append(assigner.new_value(shape))
+    return tuple(state)
+
+
+def _passed_on(inst: Instruction, k: int, shape: Shape) -> bool:
+    """Whether the while body's result element k is its parameter's element k, every view of it
+    laid out as the while's element k."""
+    body, condition = inst.attrs["body"], inst.attrs["condition"]
+    root = body.root
+    if not shape.is_array or root.opcode != Op.TUPLE or k >= len(root.operands) or len(body.parameters) != 1:
+        return False
+    element = root.operands[k]
+    param = body.parameters[0]
+    if element.opcode != Op.GET_TUPLE_ELEMENT or element.operands[0] is not param or element.attrs["index"] != k:
+        return False
+    views = [element.shape, param.shape.tuple_shapes[k]]
+    views += [p.shape.tuple_shapes[k] for p in condition.parameters if p.shape.is_tuple]
+    return all(_same_layout(v, shape) for v in views)
+
+
+def _same_layout(a: Shape, b: Shape) -> bool:
+    return a.is_array and b.is_array and a.dims == b.dims and a.element_type is b.element_type \
+        and a.minor_to_major() == b.minor_to_major()
 
 
 @BUFFER_RULES.register(Op.CONDITIONAL)

@@ -7,7 +7,9 @@ merges XLA's `wrapped_scatter` fusion into the consumer of its value. Before the
 loops run, each of them (in post order) is computed by its own emitter into a piece of
 the fusion's scratch memory, and the loops read it there like any materialised value.
 A scatter at the root is computed straight into the fusion's buffers instead
-(kernels.emit_fusion).
+(kernels.emit_fusion). Reductions that read their operand across its minor dimension are
+materialised the same way when they are not the root (fused_reductions.py: accumulated in the
+operand's order, which vectorises).
 
 Such ops register their emitter with `writes_into=True` (emit(low, inst, value=...,
 scratch=...) writes inst's value into the given buffers) and, when they need working
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from ..ir import Computation, Instruction
 from ..opcodes import Op
-from . import contraction
+from . import contraction, fused_reductions
 from .buffers import Buffer
 from .elemental import ELEMENT_GENERATORS
 from .emitters import EMITTERS
@@ -39,7 +41,9 @@ def materialized(body: Computation) -> list[Instruction]:
     """The fused instructions computed whole into scratch, in post order (a scatter root
     excepted: it is written straight into the fusion's output)."""
     root = body.root
-    return [i for i in body.post_order() if _computed_whole(i) and not (i is root and i.opcode == Op.SCATTER)]
+    return [i for i in body.post_order()
+            if (_computed_whole(i) and not (i is root and i.opcode == Op.SCATTER))
+            or (i is not root and fused_reductions.accumulable(i))]
 
 
 def _own_scratch(inst: Instruction) -> int:
@@ -70,6 +74,13 @@ def materialize_fused(low, fusion: Instruction) -> None:
     base = low.pointer(scratch)
     offset = _aligned(contraction.scratch_bytes(fusion))
     for inst in insts:
+        if fused_reductions.accumulable(inst) and not _computed_whole(inst):
+            value = Buffer(fused_reductions.value_shape(inst), offset=scratch.offset + offset)
+            offset += _aligned(value.shape.byte_size())
+            with low.ctx.scope():
+                fused_reductions.emit(low, inst, value)
+            _bind(low, inst, value)
+            continue
         leaves = []
         for _, shape in inst.shape.leaves():
             leaves.append(Buffer(shape, offset=scratch.offset + offset))

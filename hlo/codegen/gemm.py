@@ -29,9 +29,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import float_mode
-from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel
+from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel, masked_load, splat
 from .target import RegisterFile
-from .types import F32, I64, PTR
+from .types import F32, I32, I64, PTR
 
 VOID = ir.VoidType()
 HOOK_TYPE = ir.FunctionType(VOID, [PTR, PTR, I64])   # parallel_for(task, ctx, parts); task(ctx, part)
@@ -318,13 +318,16 @@ def _pack_b_rows(fn, b, t: Tiling, pack, bmat, ldb, k0, kc, jc, nc) -> None:
                 with then:
                     vty = ir.VectorType(sc, t.nr)
                     b.store(b.load(src, typ=vty, align=t.elem_bytes), dst, align=t.elem_bytes)
-                with otherwise:
-                    with loops.range(_c(t.nr), "pc") as j:
-                        inside = b.icmp_signed("<", j, width)
-                        safe = b.select(inside, j, _c(0))
-                        v = b.load(b.gep(src, [safe], inbounds=True, source_etype=sc), typ=sc)
-                        b.store(b.select(inside, v, ir.Constant(sc, 0.0)),
-                                b.gep(dst, [j], inbounds=True, source_etype=sc))
+                with otherwise:   # the last panel: masked loads (zeros past the edge), not a scalar loop
+                    vty, lanes = ir.VectorType(sc, t.vec), ir.VectorType(I64, t.vec)
+                    zeros = ir.Constant(vty, [ir.Constant(sc, 0.0)] * t.vec)
+                    for j in range(t.nvec):
+                        first = j * t.vec
+                        inside = b.icmp_signed("<", ir.Constant(lanes, list(range(first, first + t.vec))),
+                                               splat(b, lanes, width))
+                        part = b.gep(src, [_c(first)], inbounds=True, source_etype=sc)
+                        v = b.call(masked_load(fn.module, vty), [part, ir.Constant(I32, t.elem_bytes), inside, zeros])
+                        b.store(v, b.gep(dst, [_c(first)], inbounds=True, source_etype=sc), align=t.elem_bytes)
 
 
 def _pack_b_columns(fn, b, t: Tiling, pack, bmat, ldb, bcol, k0, kc, jc, nc) -> None:

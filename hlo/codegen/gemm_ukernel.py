@@ -76,7 +76,7 @@ def _fma(module: ir.Module, vty: ir.VectorType) -> ir.Function:
     return _intrinsic(module, f"llvm.fma.{_vector_name(vty)}", ir.FunctionType(vty, [vty, vty, vty]))
 
 
-def _masked_load(module: ir.Module, vty: ir.VectorType) -> ir.Function:
+def masked_load(module: ir.Module, vty: ir.VectorType) -> ir.Function:
     mask = ir.VectorType(I1, vty.count)
     return _intrinsic(module, f"llvm.masked.load.{_vector_name(vty)}.p0",
                       ir.FunctionType(vty, [PTR, I32, mask, vty]))
@@ -95,7 +95,7 @@ def _add_incoming(phis, values, block) -> None:
             phi.add_incoming(value, block)
 
 
-def _splat(b: ir.IRBuilder, vty: ir.VectorType, scalar):
+def splat(b: ir.IRBuilder, vty: ir.VectorType, scalar):
     undef = ir.Constant(vty, ir.Undefined)
     mask = ir.Constant(ir.VectorType(I32, vty.count), [0] * vty.count)
     return b.shuffle_vector(b.insert_element(undef, scalar, ir.Constant(I32, 0)), undef, mask)
@@ -130,8 +130,8 @@ def _k_loop(fn, b: ir.IRBuilder, t: Tiling, count, start_accs, a_element, b_row)
                  align=t.elem_bytes * t.vec) for j in range(t.nvec)]
     new = []
     for i in range(t.mr):
-        splat = _splat(b, vty, b.load(a_element(k, i), typ=t.scalar))
-        new.append([b.call(fma, [splat, bv[j], accs[i][j]]) for j in range(t.nvec)])
+        a_i = splat(b, vty, b.load(a_element(k, i), typ=t.scalar))
+        new.append([b.call(fma, [a_i, bv[j], accs[i][j]]) for j in range(t.nvec)])
     next_k = b.add(k, c64(1), flags=["nuw", "nsw"])
     k.add_incoming(next_k, b.block)
     _add_incoming(accs, new, b.block)
@@ -224,9 +224,9 @@ def store_tile(fn, b: ir.IRBuilder, t: Tiling, accs, c, ldc, mv, nv, accumulate)
     b.branch(exit_block)
 
     b.position_at_end(edge_block)
-    load, store = _masked_load(fn.module, vty), _masked_store(fn.module, vty)
+    load, store = masked_load(fn.module, vty), _masked_store(fn.module, vty)
     lanes = ir.Constant(ir.VectorType(I64, t.vec), list(range(t.vec)))
-    masks = [b.icmp_signed("<", lanes, _splat(b, ir.VectorType(I64, t.vec), b.sub(nv, c64(j * t.vec))))
+    masks = [b.icmp_signed("<", lanes, splat(b, ir.VectorType(I64, t.vec), b.sub(nv, c64(j * t.vec))))
              for j in range(t.nvec)]
     align = ir.Constant(I32, t.elem_bytes)
     zero = ir.Constant(vty, [ir.Constant(t.scalar, 0.0)] * t.vec)

@@ -53,6 +53,8 @@ def test_tile_shapes_follow_the_register_file():
     (45, 300, 150),          # packed A, K over two blocks, a masked edge panel
     (9, 20, 200),            # packed A with one partial row tile
     (130, 40, 4 * 32 + 3),   # packed on every target, more rows than a row block
+    (12, 24, 24),            # an attention-sized product: one panel, partial on AVX-512 (masked loads)
+    (64, 9, 17),             # a panel narrower than one vector on the wide targets
 ])
 def test_dot_on_every_target(target, m, k, n):
     check(dot(m, k, n), rand(np.float32, m, k), rand(np.float32, k, n, seed=1), options=TARGETS[target])
