@@ -140,23 +140,18 @@ class MpiCollectiveContext(CollectiveContext):
         if not window.fits(site.shared_bytes):
             self._check_across(site.comm, ranks, meeting, description)   # the same call on every rank
             window.grow(site.shared_bytes, meeting.label, ranks)
-        half = window.next_half()
-        me, slot = site.comm.Get_rank(), site.slot_bytes
+        views = site.half_views(*window.next_half(), local, arrays[0][0].dtype)
         digest = _digest(description)
-        headers = half[:len(ranks) * _HEADER_BYTES].reshape(len(ranks), _HEADER_BYTES)
-        headers[me, :_DIGEST_BYTES] = digest
-        sample = arrays[0][0]
-        for member, operands in zip(local, arrays):
-            start = site.slots_start + site.position[member] * slot
-            half[start:start + sample.nbytes] = np.ascontiguousarray(operands[0]).reshape(-1).view(np.uint8)
+        views.headers[views.me, :_DIGEST_BYTES] = digest
+        for slot, operands in zip(views.local_slots, arrays):
+            slot[...] = operands[0].reshape(-1)
         window.barrier(meeting.label, ranks)
-        if not (headers[:, :_DIGEST_BYTES] == digest).all():
-            self._raise_for_headers(ranks, me, meeting, headers, digest, description)
-        pieces = [(half[start:start + sample.nbytes].view(sample.dtype),)
-                  for start in range(site.slots_start, site.slots_start + len(meeting.members) * slot, slot)]
-        result = self._result_buffer(meeting.members, sample.nbytes)
-        _fold_into(result.view(sample.dtype), pieces, meeting.fold)
-        return _shared_result([result.view(sample.dtype).reshape(sample.shape)], len(local))
+        if views.digests.tobytes() != digest.tobytes() * len(ranks):
+            self._raise_for_headers(ranks, views.me, meeting, views.headers, digest, description)
+        sample = arrays[0][0]
+        result = self._result_buffer(meeting.members, sample.nbytes).view(sample.dtype)
+        _fold_into(result, views.slots, meeting.fold)
+        return _shared_result([result.reshape(sample.shape)], len(local))
 
     @staticmethod
     def _raise_for_headers(ranks, me: int, meeting: Meeting, headers: np.ndarray, digest, description: str) -> None:
@@ -314,7 +309,8 @@ class _CallSite:
     operation when it gives the threads' bits, whether it is reduced in pieces, and the
     description every rank must agree on (each call adds its number)."""
     __slots__ = ("ranks", "comm", "signature", "types", "reduction", "builtin", "folds", "in_pieces", "description",
-                 "window", "position", "slot_bytes", "slots_start", "shared_bytes", "through_window")
+                 "window", "position", "slot_bytes", "slots_start", "shared_bytes", "through_window", "views",
+                 "nbytes")
 
     def __init__(self, key: tuple, ranks: tuple[int, ...], contribution, meeting: Meeting, MPI):
         arrays = contribution.arrays
@@ -333,13 +329,40 @@ class _CallSite:
         self.slots_start = _round64(len(ranks) * _HEADER_BYTES)
         self.shared_bytes = self.slots_start + len(meeting.members) * self.slot_bytes
         self.through_window = self.folds and arrays[0].nbytes * len(meeting.members) <= SHARED_MAX_BYTES
+        self.views: dict[tuple, _HalfViews] = {}
+        self.nbytes = arrays[0].nbytes
         self.description = repr((key, self.signature, tuple((a.dtype.str, a.shape) for a in arrays)))
+
+    def half_views(self, key: tuple, half: np.ndarray, local: tuple[int, ...], dtype) -> "_HalfViews":
+        """The views of a window half this site uses (made once per half)."""
+        views = self.views.get(key)
+        if views is None:
+            if any(known[0] != key[0] for known in self.views):
+                self.views.clear()          # views of a window that has since grown (freed)
+            views = self.views[key] = _HalfViews(self, half, local, dtype)
+        return views
 
     def matches(self, meeting: Meeting, contribution) -> bool:
         arrays = contribution.arrays
         return (contribution.signature == self.signature and _reduction(meeting) == self.reduction
                 and len(arrays) == len(self.types)
                 and all(a.dtype == dtype and a.shape == shape for a, (dtype, shape) in zip(arrays, self.types)))
+
+
+class _HalfViews:
+    """A call site's views of one half of its group's shared window: every rank's header (and
+    digest), this rank's members' slots (to write) and every member's slot typed (to fold)."""
+    __slots__ = ("me", "headers", "digests", "local_slots", "slots")
+
+    def __init__(self, site: _CallSite, half: np.ndarray, local: tuple[int, ...], dtype):
+        count = len(site.ranks)
+        self.me = site.comm.Get_rank()
+        self.headers = half[:count * _HEADER_BYTES].reshape(count, _HEADER_BYTES)
+        self.digests = self.headers[:, :_DIGEST_BYTES]
+        starts = [site.slots_start + k * site.slot_bytes for k in range(len(site.position))]
+        typed = [half[start:start + site.nbytes].view(dtype) for start in starts]
+        self.local_slots = [typed[site.position[m]] for m in local]
+        self.slots = [(slot,) for slot in typed]
 
 
 def _reduction(meeting: Meeting) -> tuple:

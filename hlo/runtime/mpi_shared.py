@@ -48,6 +48,7 @@ class SharedWindow:
         self._win = None
         self._memory: Optional[np.ndarray] = None
         self._calls = 0
+        self.generation = 0      # counts the windows made (views of an older one are stale)
 
     def fits(self, nbytes: int) -> bool:
         return nbytes <= self.half_bytes
@@ -65,12 +66,15 @@ class SharedWindow:
         self._memory = np.frombuffer(buffer, np.uint8, count=2 * half)
         self._win.Lock_all(MPI.MODE_NOCHECK)
         self.half_bytes = half
+        self.generation += 1
 
-    def next_half(self) -> np.ndarray:
-        """The half this call writes and reads (the calls of a group alternate)."""
-        start = (self._calls % 2) * self.half_bytes
+    def next_half(self) -> tuple[tuple[int, int], np.ndarray]:
+        """The half this call writes and reads (the calls of a group alternate), and a key that
+        names it until the window grows (for views made once per half)."""
+        which = self._calls % 2
         self._calls += 1
-        return self._memory[start:start + self.half_bytes]
+        start = which * self.half_bytes
+        return (self.generation, which), self._memory[start:start + self.half_bytes]
 
     def barrier(self, what: str, peers: Sequence[int]) -> None:
         """Every rank has written its part of this call's half and may read the others'."""

@@ -95,17 +95,17 @@ COMPUTATIONS = """
 """
 
 
-def module(name: str, body: str, replicas: int = 4, partitions: int = 1) -> str:
+def module(name: str, body: str, replicas: int = 4, partitions: int = 1, computations: str = "") -> str:
     return (f"HloModule {name}, replica_count={replicas}, num_partitions={partitions}\n{COMPUTATIONS}\n"
-            f"ENTRY %main {{\n{body}\n}}\n")
+            f"{computations}\nENTRY %main {{\n{body}\n}}\n")
 
 
 CASES: dict[str, str] = {}
 INPUTS: dict[str, list] = {}     # per case: one (dtype, shape, kind) per parameter
 
 
-def case(name: str, params: list, body: str, replicas: int = 4, partitions: int = 1) -> None:
-    CASES[name] = module(name, body, replicas, partitions)
+def case(name: str, params: list, body: str, replicas: int = 4, partitions: int = 1, computations: str = "") -> None:
+    CASES[name] = module(name, body, replicas, partitions, computations)
     INPUTS[name] = params
 
 
@@ -148,6 +148,37 @@ case("all_reduce_large_results_kept", [("f32", (40000,), "normal")], """
   %d = f32[40000] all-reduce(%c), replica_groups={}, to_apply=%add_f32
   %e = f32[40000] all-reduce(%d), replica_groups={}, to_apply=%add_f32
   ROOT %t = (f32[40000], f32[40000], f32[40000], f32[40000], f32[40000]) tuple(%a, %b, %c, %d, %e)""")
+
+# A group's shared window grows when a larger all-reduce comes: in a loop of two turns, a small
+# all-reduce, then a large one; the small one's views of the first window must not be used again.
+case("all_reduce_growing_window", [("f32", (16,), "normal"), ("f32", (40000,), "normal")], """
+  %p = f32[16] parameter(0)
+  %q = f32[40000] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[16], f32[40000]) tuple(%zero, %p, %q)
+  %w = (s32[], f32[16], f32[40000]) while(%init), condition=%grow_cond, body=%grow_body
+  %a = f32[16] get-tuple-element(%w), index=1
+  %b = f32[40000] get-tuple-element(%w), index=2
+  ROOT %t = (f32[16], f32[40000]) tuple(%a, %b)""", computations="""
+%grow_cond (s: (s32[], f32[16], f32[40000])) -> pred[] {
+  %s = (s32[], f32[16], f32[40000]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %two = s32[] constant(2)
+  ROOT %lt = pred[] compare(%i, %two), direction=LT
+}
+
+%grow_body (s: (s32[], f32[16], f32[40000])) -> (s32[], f32[16], f32[40000]) {
+  %s = (s32[], f32[16], f32[40000]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[16] get-tuple-element(%s), index=1
+  %y = f32[40000] get-tuple-element(%s), index=2
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %small = f32[16] all-reduce(%x), replica_groups={}, to_apply=%axpb_f32
+  %large = f32[40000] all-reduce(%y), replica_groups={}, to_apply=%add_f32
+  ROOT %t = (s32[], f32[16], f32[40000]) tuple(%j, %small, %large)
+}
+""")
 
 case("all_reduce_integers", [("s32", (4096,), "huge"), ("s64", (17,), "huge"), ("u8", (33,), "normal"),
                              ("pred", (12,), "normal")], """
