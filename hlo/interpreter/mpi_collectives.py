@@ -132,10 +132,11 @@ class MpiCollectiveContext(CollectiveContext):
 
     def _all_reduce_shared(self, site: "_CallSite", meeting: Meeting, local: tuple[int, ...], arrays: list,
                            description: str) -> list:
-        """Through the group's shared memory: every rank writes its members' operands and its
-        digest of the call into this call's half of the window, meets the others at one
-        barrier, checks their digests, and folds every member's operand in group order (the
-        threads' fold) straight from the window into its result."""
+        """Through the group's shared memory, in pieces: every rank writes its digest of the call
+        and piece r of its members' operands for each other rank r into this call's half of
+        the window; after a barrier (and the digests checked), rank r folds piece r of every
+        member in group order (the threads' fold) into its result and into the window; after a
+        second barrier every rank copies the others' folded pieces into its result."""
         window, ranks = site.window, site.ranks
         if not window.fits(site.shared_bytes):
             self._check_across(site.comm, ranks, meeting, description)   # the same call on every rank
@@ -143,14 +144,21 @@ class MpiCollectiveContext(CollectiveContext):
         views = site.half_views(*window.next_half(), local, arrays[0][0].dtype)
         digest = _digest(description)
         views.headers[views.me, :_DIGEST_BYTES] = digest
-        for slot, operands in zip(views.local_slots, arrays):
-            slot[...] = operands[0].reshape(-1)
+        operands = [a[0].reshape(-1) for a in arrays]
+        for i, lo, hi, target in views.outgoing:
+            target[...] = operands[i][lo:hi]
         window.barrier(meeting.label, ranks)
         if views.digests.tobytes() != digest.tobytes() * len(ranks):
             self._raise_for_headers(ranks, views.me, meeting, views.headers, digest, description)
         sample = arrays[0][0]
         result = self._result_buffer(meeting.members, sample.nbytes).view(sample.dtype)
-        _fold_into(result, views.slots, meeting.fold)
+        lo, hi = views.mine
+        pieces = [(operands[i][lo:hi] if i is not None else there,) for i, there in views.sources]
+        _fold_into(result[lo:hi], pieces, meeting.fold)
+        views.folded[...] = result[lo:hi]
+        window.barrier(meeting.label, ranks)
+        for lo, hi, there in views.incoming:
+            result[lo:hi] = there
         return _shared_result([result.reshape(sample.shape)], len(local))
 
     @staticmethod
@@ -322,12 +330,13 @@ class _CallSite:
         self.builtin = _builtin_op(meeting, arrays, MPI)
         self.folds = self.builtin is None and meeting.fold is not None and arrays[0].nbytes > 0
         self.in_pieces = self.folds and arrays[0].nbytes * len(meeting.members) >= PIECEWISE_MIN_BYTES
-        # in a shared window half: a header (digest) per rank, then one slot per member in group order
+        # in a shared window half: a header (digest) per rank, one slot per member in group order, then
+        # the area of the folded pieces
         self.window: Optional[SharedWindow] = None
         self.position = {m: k for k, m in enumerate(meeting.members)}
         self.slot_bytes = _round64(arrays[0].nbytes)
         self.slots_start = _round64(len(ranks) * _HEADER_BYTES)
-        self.shared_bytes = self.slots_start + len(meeting.members) * self.slot_bytes
+        self.shared_bytes = self.slots_start + (len(meeting.members) + 1) * self.slot_bytes   # + the folded pieces
         self.through_window = self.folds and arrays[0].nbytes * len(meeting.members) <= SHARED_MAX_BYTES
         self.views: dict[tuple, _HalfViews] = {}
         self.nbytes = arrays[0].nbytes
@@ -351,18 +360,32 @@ class _CallSite:
 
 class _HalfViews:
     """A call site's views of one half of its group's shared window: every rank's header (and
-    digest), this rank's members' slots (to write) and every member's slot typed (to fold)."""
-    __slots__ = ("me", "headers", "digests", "local_slots", "slots")
+    digest); per member a slot for the pieces it sends to the other ranks; one area for the
+    folded pieces. What this rank writes (`outgoing`: (local operand, start, stop, where)),
+    folds (`sources` in group order: (local operand, None) or (None, the piece in the
+    window)), publishes (`folded`) and collects (`incoming`: (start, stop, the piece))."""
+    __slots__ = ("me", "headers", "digests", "mine", "outgoing", "sources", "folded", "incoming")
 
-    def __init__(self, site: _CallSite, half: np.ndarray, local: tuple[int, ...], dtype):
+    def __init__(self, site: "_CallSite", half: np.ndarray, local: tuple[int, ...], dtype):
         count = len(site.ranks)
-        self.me = site.comm.Get_rank()
+        me = self.me = site.comm.Get_rank()
         self.headers = half[:count * _HEADER_BYTES].reshape(count, _HEADER_BYTES)
         self.digests = self.headers[:, :_DIGEST_BYTES]
-        starts = [site.slots_start + k * site.slot_bytes for k in range(len(site.position))]
-        typed = [half[start:start + site.nbytes].view(dtype) for start in starts]
-        self.local_slots = [typed[site.position[m]] for m in local]
-        self.slots = [(slot,) for slot in typed]
+        n = site.nbytes // dtype.itemsize
+        bounds = [(n * r // count, n * (r + 1) // count) for r in range(count)]
+        areas = [half[start:start + site.nbytes].view(dtype)
+                 for start in range(site.slots_start, site.slots_start + (len(site.position) + 1) * site.slot_bytes,
+                                    site.slot_bytes)]
+        slots, folded = areas[:-1], areas[-1]
+        self.mine = bounds[me]
+        lo, hi = self.mine
+        index = {m: i for i, m in enumerate(local)}
+        self.outgoing = [(i, a, b, slots[site.position[m]][a:b])
+                         for i, m in enumerate(local) for r, (a, b) in enumerate(bounds) if r != me]
+        self.sources = [(index[m], None) if m in index else (None, slots[k][lo:hi])
+                        for m, k in site.position.items()]
+        self.folded = folded[lo:hi]
+        self.incoming = [(a, b, folded[a:b]) for r, (a, b) in enumerate(bounds) if r != me]
 
 
 def _reduction(meeting: Meeting) -> tuple:
