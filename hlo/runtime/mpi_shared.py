@@ -1,12 +1,11 @@
 """Memory shared by the ranks of one node: an MPI-3 shared memory window per group of ranks.
 
 When every rank of a group runs on the same machine, a collective need not send its data
-through MPI's messages (two copies through the transport per phase): each rank writes its
-operand once into the group's window, the ranks meet at one barrier, and each reads the
-others' operands where they lie. `SharedWindow` is that window, double-buffered: call k
-uses half k % 2, so one barrier per call is enough (a rank that writes half k % 2 again, at
-call k + 2, has passed the barrier of call k + 1, which every rank reaches only after
-reading half k % 2 at call k).
+through MPI's messages (two copies through the transport per phase): the ranks write what
+the others need into the group's window, meet at a barrier, and read it where it lies.
+`SharedWindow` is that window, double-buffered: call k uses half k % 2, so a rank that
+writes half k % 2 again, at call k + 2, has passed the first barrier of call k + 1, which
+every rank reaches only after it finished reading half k % 2 at call k.
 
 The window is MPI's (`MPI_Win_allocate_shared`, with `MPI_Win_sync` around each barrier
 for the memory model); every wait has the collective timeout (MpiWorld.wait). Groups that
