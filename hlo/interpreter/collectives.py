@@ -25,8 +25,8 @@ A rendezvous is keyed by (op kind, channel_id, member devices, the calling instr
 many times this device already ran that collective there), so repeated collectives pair
 up in order, and devices whose control flow diverges (even to another instruction of the
 same kind and shapes, which XLA's rendezvous also keeps apart) time out with a clear
-ValueError instead of hanging forever or mixing their data. `CollectiveContext.abort` releases every waiting device at once
-(for when one device thread failed).
+ValueError instead of hanging forever or mixing their data. `CollectiveContext.abort`
+releases every waiting device at once (for when one device thread failed).
 """
 from __future__ import annotations
 
