@@ -12,6 +12,8 @@ their own. Every node remembers where it came from (`loc`).
 """
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -26,8 +28,17 @@ class EditClock:
     instruction has two: `edited` (it was made, or its operands or control predecessors changed)
     and `uses_edited` (its users, control successors or root status changed). Edits made through
     this module's methods are counted; a pass that edits fields in place (`inst.shape = ...`) is
-    not, and says so (`Pass.incremental`)."""
+    not, and says so (`Pass.incremental`).
+
+    Counts come from one iterator (`_TICKS`): next() on it is atomic, so threads that edit
+    modules at the same time (the language server's two analysers) never get a count twice or
+    a count below one a pass has already seen, which would let it skip an edit. (A read-add-
+    store of a class attribute is atomic on CPython 3.11 only because no thread switch falls
+    between its bytecodes; the iterator does not depend on that.)"""
     now = 0
+
+
+_TICKS = itertools.count(1)
 
 
 def touch(comp: Optional["Computation"]) -> None:
@@ -50,10 +61,10 @@ def touch_uses(inst: Optional["Instruction"]) -> None:
 
 def _tick(comp: Optional["Computation"]) -> int:
     """The count of the edit being recorded, given to `comp` (if any)."""
-    EditClock.now += 1
+    now = EditClock.now = next(_TICKS)
     if comp is not None:
-        comp.edited = EditClock.now
-    return EditClock.now
+        comp.edited = now
+    return now
 
 
 def remove_use(users: list, user) -> None:
@@ -142,7 +153,7 @@ class Instruction:
     def append_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
         op.users.append(self)
-        now = EditClock.now = EditClock.now + 1  # touch_instruction(self), touch_uses(op), inlined: a hot path
+        now = EditClock.now = next(_TICKS)  # touch_instruction(self), touch_uses(op), inlined: a hot path
         self.edited = op.uses_edited = now
         if self.parent is not None:
             self.parent.edited = now
@@ -288,7 +299,7 @@ class Computation:
 
     def add(self, inst: Instruction, before: Optional[Instruction] = None) -> Instruction:
         """Append (or insert before `before`, an instruction of this computation) an instruction."""
-        now = EditClock.now = EditClock.now + 1  # touch(self), touch_instruction(inst), inlined: parsing adds
+        now = EditClock.now = next(_TICKS)  # touch(self), touch_instruction(inst), inlined: parsing adds
         self.edited = inst.edited = now          # every instruction through here
         if self._removed is not None and id(inst) in self._removed:
             self._rebuild()  # added back after a removal: its old place must go first
