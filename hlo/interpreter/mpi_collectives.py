@@ -149,7 +149,8 @@ class MpiCollectiveContext(CollectiveContext):
             target[...] = operands[i][lo:hi]
         window.barrier(meeting.label, ranks)
         if views.digests.tobytes() != digest.tobytes() * len(ranks):
-            self._raise_for_headers(ranks, views.me, meeting, views.headers, digest, description)
+            _raise_for_differing(meeting, description, digest,
+                                 [(rank, views.digests[k]) for k, rank in enumerate(ranks) if k != views.me])
         sample = arrays[0][0]
         result = self._result_buffer(meeting.members, sample.nbytes).view(sample.dtype)
         lo, hi = views.mine
@@ -160,13 +161,6 @@ class MpiCollectiveContext(CollectiveContext):
         for lo, hi, there in views.incoming:
             result[lo:hi] = there
         return _shared_result([result.reshape(sample.shape)], len(local))
-
-    @staticmethod
-    def _raise_for_headers(ranks, me: int, meeting: Meeting, headers: np.ndarray, digest, description: str) -> None:
-        for k, rank in enumerate(ranks):
-            if k != me and not np.array_equal(headers[k, :_DIGEST_BYTES], digest):
-                raise ValueError(f"{meeting.label}: rank {rank} is at another call or has other operands "
-                                 f"than this rank's {description}")
 
     def _call_site(self, meeting: Meeting, contribution) -> "_CallSite":
         """What the calls of this collective at this instruction over this group share (found
@@ -180,7 +174,7 @@ class MpiCollectiveContext(CollectiveContext):
 
     def _check_across(self, comm, ranks, meeting: Meeting, description: str) -> None:
         """Every rank must be at the same call with operands of the same types and shapes."""
-        digest = hashlib.sha1(description.encode()).digest()
+        digest = _digest(description).tobytes()
         digests = self.world.allgather_fixed(comm, digest, meeting.label, ranks)
         if all(d == digest for d in digests):
             return
@@ -237,8 +231,8 @@ class MpiCollectiveContext(CollectiveContext):
         key = (members, nbytes, itemsize)
         plan = self._plans.get(key)
         if plan is None:
-            members_of = [tuple(m for m in members if self.rank_of(m) == rank) for rank in ranks]
-            plan = self._plans[key] = _PiecePlan(comm.Get_rank(), nbytes // itemsize, itemsize, members, members_of)
+            plan = self._plans[key] = _PiecePlan(comm.Get_rank(), nbytes // itemsize, itemsize, members,
+                                                   self._members_by_rank(members, ranks))
         return plan
 
     def _exchange_checked(self, comm, ranks, meeting: Meeting, description: str, exchange,
@@ -255,18 +249,10 @@ class MpiCollectiveContext(CollectiveContext):
             self.world.wait([exchange, *headers], meeting.label, ranks)
         except MPI.Exception as exc:  # sizes that disagree: the digests say why
             self.world.wait(headers, meeting.label, ranks)
-            self._raise_for_digests(ranks, meeting, plan, description)
+            _raise_for_differing(meeting, description, digest, plan.peer_digests(ranks))
             raise ValueError(f"{meeting.label}: MPI failed: {exc}") from None
         if plan.digests_in.tobytes() != digest.tobytes() * len(plan.peers):
-            self._raise_for_digests(ranks, meeting, plan, description)
-
-    @staticmethod
-    def _raise_for_digests(ranks, meeting, plan: "_PiecePlan", description) -> None:
-        digest = _digest(description)
-        for k, r in enumerate(plan.peers):
-            if not np.array_equal(plan.digests_in[k], digest):
-                raise ValueError(f"{meeting.label}: rank {ranks[r]} is at another call or has other operands "
-                                 f"than this rank's {description}")
+            _raise_for_differing(meeting, description, digest, plan.peer_digests(ranks))
 
     def _result_buffer(self, key, size: int) -> np.ndarray:
         """Memory for a result: one of this group's earlier results of this size that nothing
@@ -287,6 +273,10 @@ class MpiCollectiveContext(CollectiveContext):
             del pool[0]                       # the least recently used, still in use elsewhere
         return buffer
 
+    def _members_by_rank(self, members: tuple[int, ...], ranks: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """For each of `ranks`, the members it runs (in group order)."""
+        return [tuple(m for m in members if self.rank_of(m) == rank) for rank in ranks]
+
     def _scratch(self, key, size: int) -> np.ndarray:
         """A receive buffer reused by the calls of one group (they run one after another)."""
         buffer = self._buffers.get(key)
@@ -301,7 +291,7 @@ class MpiCollectiveContext(CollectiveContext):
         member_bytes = sum(a.nbytes for a in templates)
         send = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8)
                                for member in arrays for a in member] or [np.empty(0, np.uint8)])
-        members_of = [tuple(m for m in meeting.members if self.rank_of(m) == rank) for rank in ranks]
+        members_of = self._members_by_rank(meeting.members, ranks)
         counts = [member_bytes * len(ms) for ms in members_of]
         recv = np.empty(sum(counts), np.uint8)
         self.world.wait([comm.Iallgatherv(send, [recv, counts, _offsets(counts), MPI.BYTE])], meeting.label, ranks)
@@ -371,8 +361,7 @@ class _HalfViews:
         me = self.me = site.comm.Get_rank()
         self.headers = half[:count * _HEADER_BYTES].reshape(count, _HEADER_BYTES)
         self.digests = self.headers[:, :_DIGEST_BYTES]
-        n = site.nbytes // dtype.itemsize
-        bounds = [(n * r // count, n * (r + 1) // count) for r in range(count)]
+        bounds = _piece_bounds(site.nbytes // dtype.itemsize, count)
         areas = [half[start:start + site.nbytes].view(dtype)
                  for start in range(site.slots_start, site.slots_start + (len(site.position) + 1) * site.slot_bytes,
                                     site.slot_bytes)]
@@ -419,9 +408,8 @@ class _PiecePlan:
 
     def __init__(self, me: int, n: int, itemsize: int, members: tuple[int, ...], members_of: list[tuple]):
         count = len(members_of)
-        bounds = [n * r // count for r in range(count + 1)]
         self.me = me
-        self.sizes = [(bounds[r + 1] - bounds[r]) * itemsize for r in range(count)]
+        self.sizes = [(hi - lo) * itemsize for lo, hi in _piece_bounds(n, count)]
         self.offsets = _offsets(self.sizes)
         self.piece = self.sizes[me]
         self.peers = [r for r in range(count) if r != me]
@@ -439,6 +427,10 @@ class _PiecePlan:
         self.digests_in = np.zeros((len(self.peers), _DIGEST_BYTES), np.uint8)
         self._digest_requests: Optional[list] = None
 
+    def peer_digests(self, ranks: tuple[int, ...]) -> list:
+        """(rank, its digest of the call) for every peer, once the digests are in."""
+        return [(ranks[r], self.digests_in[k]) for k, r in enumerate(self.peers)]
+
     def digest_requests(self, comm, tag: int) -> list:
         """Persistent sends of `digest_out` to every peer and receives of theirs into `digests_in`."""
         if self._digest_requests is None:
@@ -450,6 +442,19 @@ class _PiecePlan:
 
 def _digest(description: str) -> np.ndarray:
     return np.frombuffer(hashlib.sha1(description.encode()).digest(), np.uint8)
+
+
+def _raise_for_differing(meeting: Meeting, description: str, digest: np.ndarray, theirs) -> None:
+    """Name the first rank whose digest of the call (in `theirs`: (rank, digest)) is not ours."""
+    for rank, their_digest in theirs:
+        if not np.array_equal(their_digest, digest):
+            raise ValueError(f"{meeting.label}: rank {rank} is at another call or has other operands "
+                             f"than this rank's {description}")
+
+
+def _piece_bounds(n: int, count: int) -> list[tuple[int, int]]:
+    """The elements [start, stop) of each of `count` ranks' pieces of an array of n elements."""
+    return [(n * r // count, n * (r + 1) // count) for r in range(count)]
 
 
 def _fold_into(out: np.ndarray, pieces: list, combiner) -> None:
