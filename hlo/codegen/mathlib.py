@@ -407,18 +407,25 @@ def _tanh(o: _Ops, x):
     """expm1 of u = -2|x| in [expm1_lo, 0] needs none of the general expm1's overflow care:
     e^u - 1 = 2^n * p + (2^n - 1) is one fused multiply-add (exact when n = 0, so no select for
     small x), and its polynomial runs in Estrin's form. A loop of tanh is bound by this chain's
-    latency: it is about half the general one's."""
+    latency (the scheduler fills with the waiting operations of a few iterations), so the chain
+    is kept short: n comes from adding a shifter (its integer bits are n, no round or convert),
+    the clamp keeps NaN (which then flows through to the result, no NaN select), and the
+    quotient is never -0, so copysign only has to OR in x's sign."""
     w = o.w
     u = o.mul(o.fabs(x), o.f(-2.0))
-    u = o.select(o.cmp(">", u, o.f(w.expm1_lo)), u, o.f(w.expm1_lo))    # tanh rounds to 1 below
-    n = o.rint(o.mul(u, o.f(LOG2E)))
+    u = o.select(o.cmp("<", u, o.f(w.expm1_lo)), o.f(w.expm1_lo), u)    # tanh rounds to 1 below; NaN stays
+    shifter = 1.5 * 2.0 ** w.mant_bits     # u*log2(e) + shifter rounds to an integer; its low bits are n
+    shifted = o.fma(u, o.f(LOG2E), o.f(shifter))
+    n = o.sub(shifted, o.f(shifter))
     r = _reduce_ln2(o, u, n, w.ln2_hi, w.ln2_lo)
     r2 = o.mul(r, r)
     p = o.muladd(r2, o.estrin(r, w.exp_q, r2), r)    # e^r - 1
-    scale = o.pow2(o.to_int(n))
+    # 2^n: the shifter's bits shifted into the exponent field vanish (its low bits are zero)
+    scale = o.from_bits(o.b.add(o.b.shl(o.bits(shifted), o.i(w.mant_bits)), o.i(w.bias << w.mant_bits)))
     t = o.fma(scale, p, o.sub(scale, o.f(1.0)))      # e^u - 1, in [-1, 0]
-    th = o.copysign(o.div(o.neg(t), o.add(t, o.f(2.0))), x)
-    return o.select(o.isnan(x), x, th)
+    th = o.div(o.sub(o.f(0.0), t), o.add(t, o.f(2.0)))    # 0 - t: +0 for t = +-0, so th >= +0
+    sign = o.b.and_(o.bits(x), o.i(1 << (w.bits - 1)))
+    return o.from_bits(o.b.or_(o.bits(th), sign))
 
 
 @_function("tanh")
