@@ -367,14 +367,34 @@ def _scale_by_pow2(o: _Ops, p, n):
     return o.mul(o.mul(p, o.pow2(half)), o.pow2(o.b.sub(n, half)))
 
 
+def _round_by_shifter(o: _Ops, y):
+    """(n, shifted): n = y rounded to an integer (|y| < 2^(mant_bits - 1)), as a float, and y +
+    the shifter whose low bits hold n. One add instead of a round and a convert (shorter chains:
+    loops of exp-like functions are bound by their latency); NaN stays NaN."""
+    shifter = o.f(1.5 * 2.0 ** o.w.mant_bits)
+    shifted = o.add(y, shifter)
+    return o.sub(shifted, shifter), shifted
+
+
+def _shifted_int(o: _Ops, shifted):
+    """n of _round_by_shifter as an integer (the shifter's bits taken off)."""
+    return o.b.sub(o.bits(shifted), o.bits(o.f(1.5 * 2.0 ** o.w.mant_bits)))
+
+
+def _clamp_keeping_nan(o: _Ops, x, lo: float, hi: float):
+    x = o.select(o.cmp(">", x, o.f(hi)), o.f(hi), x)
+    return o.select(o.cmp("<", x, o.f(lo)), o.f(lo), x)
+
+
 def _exp(o: _Ops, x):
+    """NaN flows through the clamp, the reduction and the polynomial to the result."""
     w = o.w
-    xc = o.clamp(x, w.exp_lo, w.exp_hi)
-    n = o.rint(o.mul(xc, o.f(LOG2E)))
+    xc = _clamp_keeping_nan(o, x, w.exp_lo, w.exp_hi)
+    n, shifted = _round_by_shifter(o, o.mul(xc, o.f(LOG2E)))
     r = _reduce_ln2(o, xc, n, w.ln2_hi, w.ln2_lo)
-    p = o.add(o.muladd(o.mul(r, r), o.poly(r, w.exp_q), r), o.f(1.0))
-    y = _scale_by_pow2(o, p, o.to_int(n))
-    return o.select(o.isnan(x), x, y)
+    r2 = o.mul(r, r)
+    p = o.add(o.muladd(r2, o.estrin(r, w.exp_q, r2), r), o.f(1.0))
+    return _scale_by_pow2(o, p, _shifted_int(o, shifted))
 
 
 @_function("exp")
