@@ -160,9 +160,10 @@ class DriverLowering(Lowering):
             self._library.module.globals[name].linkage = ""   # called from the kernels' modules
         text = str(self._library.module)
         # O1: its inner loops are explicit vector code; O2 took 1.5x and O3 2.3x the time for the
-        # same speed (f32 squares of 128 to 1024, and 16 x 1024 x 1024).
+        # same speed (f32 squares of 128 to 1024, and 16 x 1024 x 1024). Only the loops gemm.py
+        # marks are vectorised (see _Range).
         return [Part(LIBRARY_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24], text,
-                     min(self.opt_level, LIGHT_OPT_LEVEL))]
+                     min(self.opt_level, LIGHT_OPT_LEVEL), vectorize=False)]
 
     def emit(self, inst: Instruction) -> None:
         with self.profiler.around(inst), self.debug.around(inst):

@@ -146,14 +146,19 @@ class _Loops:
     def __init__(self, fn: ir.Function, b: ir.IRBuilder):
         self.fn, self.b = fn, b
 
-    def range(self, count, name: str, start=None, step: int = 1):
-        return _Range(self, count, name, start, step)
+    def range(self, count, name: str, start=None, step: int = 1, vectorize: bool = False):
+        return _Range(self, count, name, start, step, vectorize)
 
 
 class _Range:
-    def __init__(self, loops: _Loops, count, name, start, step):
+    """A counted loop. The library is compiled without LLVM's loop vectoriser (it made the driver
+    three times as costly to compile, mostly for loops that gained nothing); `vectorize` asks it
+    for this loop alone."""
+
+    def __init__(self, loops: _Loops, count, name, start, step, vectorize: bool = False):
         self.loops, self.count, self.name, self.step = loops, count, name, step
         self.start = _c(0) if start is None else start
+        self.vectorize = vectorize
 
     def __enter__(self):
         fn, b = self.loops.fn, self.loops.b
@@ -173,9 +178,21 @@ class _Range:
         b = self.loops.b
         step = self.step if isinstance(self.step, ir.Value) else _c(self.step)
         self.index.add_incoming(b.add(self.index, step, flags=["nsw"]), b.block)
-        b.branch(self.header)
+        back_edge = b.branch(self.header)
+        if self.vectorize:
+            back_edge.set_metadata("llvm.loop", _vectorized_loop(b.module, self.name))
         b.position_at_end(self.done)
         return False
+
+
+def _vectorized_loop(module: ir.Module, name: str):
+    """A new loop id asking LLVM to vectorise this loop (loop ids refer to themselves)."""
+    enable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                  ir.Constant(ir.IntType(1), 1)])
+    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.gemm.loop.{name}.{len(module.metadata)}")])
+    loop_id = module.add_metadata([enable, tag])
+    loop_id.operands = (loop_id,) + tuple(loop_id.operands)
+    return loop_id
 
 
 def _ceil_div(b, x, y):
@@ -282,7 +299,7 @@ class _Block:
                 sources = [b.load(b.gep(self.rows, [_c(0), b.add(b.mul(u, _c(t.mr)), _c(i))]), typ=PTR)
                            for i in range(t.mr)]
                 first = b.mul(u, self.kc)
-                with loops.range(self.kc, "pk") as k:
+                with loops.range(self.kc, "pk", vectorize=True) as k:
                     dst = b.gep(panel, [b.mul(b.add(first, k), _c(t.mr))], inbounds=True, source_etype=t.scalar)
                     for i, src in enumerate(sources):
                         v = b.load(b.gep(src, [k], inbounds=True, source_etype=t.scalar), typ=t.scalar)
@@ -340,7 +357,7 @@ def _pack_b_columns(fn, b, t: Tiling, pack, bmat, ldb, bcol, k0, kc, jc, nc) -> 
             inside = b.icmp_signed("<", j, width)
             safe = b.select(inside, j, _c(0))     # columns past the edge read column 0 (and store zeros)
             column = b.gep(bmat, [b.add(b.mul(b.add(b.add(jc, pj), safe), bcol), b.mul(k0, ldb))], source_etype=sc)
-            with loops.range(kc, "tk") as k:
+            with loops.range(kc, "tk", vectorize=True) as k:
                 v = b.load(b.gep(column, [b.mul(k, ldb)], source_etype=sc), typ=sc)
                 b.store(b.select(inside, v, ir.Constant(sc, 0.0)),
                         b.gep(panel, [b.add(b.mul(k, _c(t.nr)), j)], inbounds=True, source_etype=sc))
