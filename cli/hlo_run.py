@@ -103,6 +103,8 @@ inputs and writes the outputs, which are those of a run in one process.
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the module before running.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="--backend cpu: threads for large dot and convolution kernels (default: every core).")
+@click.option("--features", metavar="F", help="--backend cpu: LLVM target features for the host CPU, e.g. "
+              "-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd to run the AVX2 code paths on an AVX-512 host.")
 @click.option("--time-compile", is_flag=True,
               help="--backend cpu: print the compile's phases (pipeline, lowering, LLVM, loading) and cache hits.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (it shows, on a terminal, for work "
@@ -124,7 +126,8 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
          quiet: bool, max_memory: Optional[str], full: bool = False,
          launch_ranks: Optional[int] = None, distributed: bool = False,
          collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT, compare_backend: Optional[str] = None,
-         rtol: Optional[float] = None, atol: Optional[float] = None, check_finite: bool = False) -> None:
+         rtol: Optional[float] = None, atol: Optional[float] = None, check_finite: bool = False,
+         features: Optional[str] = None) -> None:
     _check_backend(backend)
     checking = _check_options(compare_backend, rtol, atol, check_finite, repeat, profile, output, infeed_file,
                               outfeed_file, launch_ranks, distributed)
@@ -133,8 +136,8 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
             resources.set_memory_limit(resources.parse_memory_size(max_memory))
         except ValueError as exc:
             raise UsageError(f"--max-memory: {exc}") from None
-    if (threads is not None or time_compile) and backend != "cpu":
-        raise UsageError("--threads and --time-compile need --backend cpu")
+    if (threads is not None or time_compile or features is not None) and backend != "cpu":
+        raise UsageError("--threads, --time-compile and --features need --backend cpu")
     if launch_ranks is not None:
         sys.exit(mpi.launch(launch_ranks, sys.argv[1:]))
     name, text = read_text(module_file)
@@ -167,7 +170,7 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
                       outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads,
-                      time_compile, quiet, full=full)
+                      time_compile, quiet, full=full, features=features)
         return
 
     plans = new_plans()
@@ -230,7 +233,7 @@ def _run_global(module: Module, module_file: str, inputs_file: Optional[str], in
 def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
                   output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds,
                   protected: list, threads: Optional[int] = None, time_compile: bool = False,
-                  quiet: bool = False, full: bool = False) -> None:
+                  quiet: bool = False, full: bool = False, features: Optional[str] = None) -> None:
     """--backend cpu: compile (or load from the cache), run, report like the interpreter.
     Timed runs (--time) write into reused result arrays, as a serving loop would."""
     from hlo.codegen import CodegenOptions, JitExecutable, ProgressBar  # lazy: llvmlite, only for --backend cpu
@@ -242,12 +245,15 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
                          f"({module.config.replica_count} x {module.config.num_partitions}); leave out "
                          f"--replicas and --partitions")
     if devices != 1:
+        if features is not None:
+            raise UsageError("--features compiles one device; leave it out for "
+                             f"{devices} devices")
         if profile:
             raise UsageError("--backend cpu --profile profiles one device; use --backend interpreter for "
                              f"{devices} devices")
         _run_compiled_devices(module, per_device_args, output, print_result, protected, threads, full)
         return
-    executable = JitExecutable(module, CodegenOptions(profile=profile), threads=threads,
+    executable = JitExecutable(module, CodegenOptions(profile=profile, features=features), threads=threads,
                                progress=None if quiet else ProgressBar())
     if time_compile:
         click.echo(executable.stats.table(), err=True)
