@@ -26,7 +26,8 @@ from hlo_cli import npz_inputs
 from hlo_cli.common import UsageError, did_you_mean, read_text, tool_main, version_option, write_atomic
 from hlo_cli.results import print_results
 
-BACKENDS = ("interpreter", "cpu")
+BACKENDS = ("interpreter", "cpu", "aot")
+COMPARED_BACKENDS = ("interpreter", "cpu")   # --compare and --check-finite observe values as they are made
 PLANNED_BACKENDS = ()
 PROFILE_TOP = 20
 CHECK_FOUND = 3     # --compare: the outputs differ; --check-finite: a NaN or Inf was made
@@ -84,8 +85,9 @@ inputs and writes the outputs, which are those of a run in one process.
 @click.option("--print/--no-print", "print_result", default=True, show_default=True,
               help="Print the result as HLO literal text.")
 @click.option("--full", is_flag=True, help="Print every element of large arrays (default: summarised).")
-@click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter, or cpu (compiled to native code with LLVM; "
-              "compiled objects are cached in ~/.cache/hlo-toolchain).")
+@click.option("--backend", default="interpreter", show_default=True, help="Execution backend: interpreter, cpu (compiled to native code with LLVM; "
+              "compiled objects are cached in ~/.cache/hlo-toolchain), or aot (hlo-aot's object and header, linked "
+              "with a C driver by the system's compiler and run in a process of its own).")
 @click.option("--replicas", type=click.IntRange(min=1), help="Number of replicas (default: the module's).")
 @click.option("--partitions", type=click.IntRange(min=1), help="Number of partitions (default: the module's).")
 @click.option("--infeed", "infeed_file", metavar="FILE.npz", help="Arrays for the infeed ops.")
@@ -131,13 +133,19 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
     _check_backend(backend)
     checking = _check_options(compare_backend, rtol, atol, check_finite, repeat, profile, output, infeed_file,
                               outfeed_file, launch_ranks, distributed)
+    for side in (backend, compare_backend) if checking else ():
+        if side is not None and side not in COMPARED_BACKENDS:
+            raise UsageError(f"--compare and --check-finite observe the backends {' and '.join(COMPARED_BACKENDS)}, "
+                             f"not {side}")
     if max_memory is not None:
         try:
             resources.set_memory_limit(resources.parse_memory_size(max_memory))
         except ValueError as exc:
             raise UsageError(f"--max-memory: {exc}") from None
-    if (threads is not None or time_compile or features is not None) and backend != "cpu":
-        raise UsageError("--threads, --time-compile and --features need --backend cpu")
+    if (threads is not None or time_compile) and backend != "cpu":
+        raise UsageError("--threads and --time-compile need --backend cpu")
+    if features is not None and backend not in ("cpu", "aot"):
+        raise UsageError("--features needs --backend cpu or aot")
     if launch_ranks is not None:
         sys.exit(mpi.launch(launch_ranks, sys.argv[1:]))
     name, text = read_text(module_file)
@@ -167,6 +175,10 @@ def main(module_file: str, inputs_file: Optional[str], input_items: tuple[str, .
         if devices != 1:
             raise UsageError(f"--compare and --check-finite run one device; this module runs on {devices}")
         sys.exit(_run_check(module, per_device_args[0], backend, compare_backend, rtol, atol, seed))
+    if backend == "aot":
+        _run_aot(module, per_device_args, devices, repeat, profile, output, print_result, outfeed_file, infeeds,
+                 [module_file, inputs_file, infeed_file] + sources, full, features)
+        return
     if backend == "cpu":
         _run_compiled(module, per_device_args, devices, repeat, profile, output, print_result,
                       outfeed_file, infeeds, [module_file, inputs_file, infeed_file] + sources, threads,
@@ -274,6 +286,33 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
         wall = statistics.median(times)
     if profile:   # counts and times add up over the first run and the timed ones
         click.echo(format_profile(executable.profile_rows(), PROFILE_TOP, wall), err=True)
+    shape = module.entry.root.shape
+    value = _rebuild(shape, iter(leaves))
+    if output:
+        _write_npz(output, values_io.output_arrays(value), protected)
+    if print_result:
+        print_results([(None, value)], shape, full)
+
+
+def _run_aot(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
+             output: Optional[str], print_result: bool, outfeed_file: Optional[str], infeeds, protected: list,
+             full: bool, features: Optional[str]) -> None:
+    """--backend aot: the module's hlo-aot object run by a C driver, results reported as the others do."""
+    from hlo.codegen import CodegenOptions  # lazy: llvmlite, only for the compiled backends
+    from hlo.codegen.aot_run import AotRunFailed, AotUnavailable, run_aot  # lazy: as above
+    given = [name for name, value in (("--time", repeat), ("--profile", profile), ("--outfeed", outfeed_file),
+                                      ("--infeed", infeeds)) if value]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be combined with --backend aot; use --backend cpu")
+    if devices != 1:
+        raise UsageError(f"--backend aot runs one device; this module runs on {devices} (the AOT object's "
+                         "collectives call hooks its user provides: docs/AOT.md)")
+    try:
+        leaves = run_aot(module, per_device_args[0], CodegenOptions(features=features))
+    except AotUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    except AotRunFailed as exc:
+        raise RuntimeError(f"--backend aot: {exc}") from None
     shape = module.entry.root.shape
     value = _rebuild(shape, iter(leaves))
     if output:

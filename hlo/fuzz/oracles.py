@@ -158,8 +158,8 @@ def _compare_compiled(program: Program, module, reference, shapes, found, aot: b
         return
     _agree(program, reference, got, shapes, "jit", found)
     if aot:
-        from .aot_driver import run_aot  # lazy: needs a C compiler
-        got = _attempt("aot", found, lambda: [run_aot(module, program.inputs[0])])
+        from ..codegen.aot_run import run_aot  # lazy: llvmlite, and a C compiler
+        got = _attempt("aot", found, lambda: [run_aot(module, program.inputs[0], timeout=60.0)])
         if got is not None:
             _agree(program, reference, got, shapes, "aot", found)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hlo.fuzz.aot_driver import compiler
+from hlo.codegen.aot_run import c_compiler as compiler
 from hlo.fuzz.mutation import exercise, mutate
 from hlo.fuzz.oracles import check, choose_passes
 from hlo.fuzz.program import generate, program_from_text
