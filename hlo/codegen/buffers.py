@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import Computation, Instruction, Module
-from ..opcodes import Op
+from ..opcodes import Op, Trait
 from ..registry import OpRegistry
 from ..shapes import Shape
 from .emitters import EMITTERS
@@ -459,6 +459,9 @@ def _fusion(assigner: _Assigner, inst, _):
         operand = inst.operands[target.attrs["parameter_number"]]
         if sum(op is operand for op in inst.operands) == 1:
             return assigner.maybe_in_place(inst, operand)
+    updated = _loop_state_updates(assigner, inst)
+    if updated:
+        return _with_state_buffers(assigner, inst, updated)
     if root.opcode != Op.TUPLE:
         body = inst.attrs["calls"]
         positions = [p.attrs["parameter_number"] for p in body.parameters
@@ -467,6 +470,93 @@ def _fusion(assigner: _Assigner, inst, _):
         if reused is not None:
             return reused
     return assigner.new_value(inst.shape)
+
+
+# Fusions around these are emitted another way (a product or reduction into the output first, an
+# update of operand 0): their outputs may be written before every element of a parameter is read.
+_WRITES_OUTPUTS_EARLY = (Trait.OUTPUT_FUSION_HERO, Trait.REDUCTION_FUSION_HERO, Trait.UPDATES_IN_PLACE)
+
+
+def _loop_state_updates(assigner: _Assigner, fusion: Instruction) -> dict[int, Buffer]:
+    """{output j: state buffer} for the fusion's outputs that can be computed into the innermost
+    while's state in place: output j becomes state element k, is computed element by element from
+    the fused parameter holding element k (read at the index written, by output j alone), and
+    nothing else in the body reads element k (a scan accumulating gradients copies nothing)."""
+    body = assigner.loop_body
+    if body is None or body.root.opcode != Op.TUPLE or len(body.parameters) != 1:
+        return {}
+    fused = fusion.attrs["calls"]
+    if any(i.info.has(t) for i in fused.instructions for t in _WRITES_OUTPUTS_EARLY):
+        return {}
+    outputs = _fusion_outputs(fusion, fused)
+    updates = {}
+    for j, (value, result) in enumerate(outputs):
+        k = _state_position(body.root, value)
+        if k is None:
+            continue
+        p = _state_operand(body.parameters[0], fusion, k)
+        if p is None:
+            continue
+        source = assigner.a.values[id(fusion.operands[p])]
+        if isinstance(source, Buffer) and source.kind is BufferKind.ARENA and _same_layout(source.shape, result.shape) \
+                and _only_output_reading(fused, p, j):
+            updates[j] = source
+    return updates
+
+
+def _fusion_outputs(fusion: Instruction, fused) -> list[tuple[Instruction, Instruction]]:
+    """(the value a user sees, the fused instruction computing it) per output; [] for nested tuples."""
+    if not fusion.shape.is_tuple:
+        return [(fusion, fused.root)]
+    if fused.root.opcode != Op.TUPLE or not all(s.is_array for s in fusion.shape.tuple_shapes):
+        return []
+    views = {u.attrs["index"]: u for u in fusion.users if u.opcode == Op.GET_TUPLE_ELEMENT}
+    return [(views[j], out) for j, out in enumerate(fused.root.operands) if j in views]
+
+
+def _state_position(root: Instruction, value: Instruction) -> Optional[int]:
+    positions = [k for k, element in enumerate(root.operands) if element is value]
+    return positions[0] if len(positions) == 1 else None
+
+
+def _state_operand(param: Instruction, fusion: Instruction, k: int) -> Optional[int]:
+    """The fusion's operand position reading state element k, when that read is the body's only one."""
+    readers = [u for u in param.users if u.opcode != Op.GET_TUPLE_ELEMENT or u.attrs["index"] == k]
+    if len(readers) != 1 or readers[0].opcode != Op.GET_TUPLE_ELEMENT or len(readers[0].users) != 1:
+        return None
+    positions = [p for p, operand in enumerate(fusion.operands) if operand is readers[0]]
+    return positions[0] if len(positions) == 1 else None
+
+
+def _only_output_reading(fused, number: int, j: int) -> bool:
+    """Whether fused parameter `number` reaches output j only, through same-shape elementwise ops
+    (so each element is read at the index written, before it is written, and by nothing else)."""
+    param = next(p for p in fused.parameters if p.attrs["parameter_number"] == number)
+    root = fused.root
+    out = root.operands[j] if root.opcode == Op.TUPLE else root
+    if param.shape.dims != out.shape.dims:
+        return False
+    pending, seen = [param], {id(param)}
+    while pending:
+        node = pending.pop()
+        if root.opcode == Op.TUPLE and any(o is node for k, o in enumerate(root.operands) if k != j):
+            return False
+        for user in node.users:
+            if user is root and root.opcode == Op.TUPLE:
+                continue
+            if not user.info.is_elementwise or user.shape.dims != out.shape.dims:
+                return False
+            if id(user) not in seen:
+                seen.add(id(user))
+                pending.append(user)
+    return True
+
+
+def _with_state_buffers(assigner: _Assigner, fusion: Instruction, updated: dict[int, Buffer]):
+    if not fusion.shape.is_tuple:
+        return updated[0]
+    return tuple(updated[j] if j in updated else assigner.new_value(shape)
+                 for j, shape in enumerate(fusion.shape.tuple_shapes))
 
 
 # --------------------------------------------------------------------------- helpers
