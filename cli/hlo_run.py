@@ -286,12 +286,7 @@ def _run_compiled(module: Module, per_device_args: list, devices: int, repeat: O
         wall = statistics.median(times)
     if profile:   # counts and times add up over the first run and the timed ones
         click.echo(format_profile(executable.profile_rows(), PROFILE_TOP, wall), err=True)
-    shape = module.entry.root.shape
-    value = _rebuild(shape, iter(leaves))
-    if output:
-        _write_npz(output, values_io.output_arrays(value), protected)
-    if print_result:
-        print_results([(None, value)], shape, full)
+    _report_leaves(module, leaves, output, print_result, protected, full)
 
 
 def _run_aot(module: Module, per_device_args: list, devices: int, repeat: Optional[int], profile: bool,
@@ -313,6 +308,12 @@ def _run_aot(module: Module, per_device_args: list, devices: int, repeat: Option
         raise UsageError(str(exc)) from None
     except AotRunFailed as exc:
         raise RuntimeError(f"--backend aot: {exc}") from None
+    _report_leaves(module, leaves, output, print_result, protected, full)
+
+
+def _report_leaves(module: Module, leaves: list, output: Optional[str], print_result: bool, protected: list,
+                   full: bool) -> None:
+    """One device's result leaves, as the root's value: written to -o, printed."""
     shape = module.entry.root.shape
     value = _rebuild(shape, iter(leaves))
     if output:
