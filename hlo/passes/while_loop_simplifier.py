@@ -38,12 +38,15 @@ class WhileLoopSimplifier(Pass):
     name = "while-loop-simplifier"
     description = "Remove loops with trip count 0 or 1 and loop-carried tuple elements nothing needs."
 
+    # Every edit goes through the IR's methods (new loops get new computations), so the other
+    # passes of a fixpoint group need not forget what they found when this one changes a loop.
+    incremental = True
+
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         changed = False
         # Inside a fixpoint group: the loops found with nothing to do, and when. What is done to a
-        # loop depends on its computation and what that calls; the pass is not incremental, so the
-        # tracker forgets these marks as soon as it changes anything.
+        # loop depends on its computation and what that calls.
         tracker = self.tracker
         marks = tracker.instruction_marks(self.name) if tracker is not None else {}
         for loop in while_loops(module):
