@@ -288,6 +288,7 @@ class Computation:
         touch(self)
         self._instructions = list(instructions)
         self._removed = self._inserted = None
+        self._in_order_at = -1  # any order: post_order looks at every instruction again
 
     @property
     def parameters(self) -> list[Instruction]:
@@ -356,7 +357,7 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
         instructions = self.instructions
-        if self._in_order_at == self.edited or _in_post_order(instructions):
+        if self._in_order_at == self.edited or self._still_in_post_order(instructions):
             self._in_order_at = self.edited  # known in order until the next edit
             return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
@@ -376,6 +377,31 @@ class Computation:
                     if id(op) not in seen:
                         stack.append((op, False))
         return order
+
+
+    def _still_in_post_order(self, instructions: list[Instruction]) -> bool:
+        """Whether the list is in post order, looking only at the instructions edited since it last
+        was: insertions and removals keep the order of the others, and an instruction whose operands
+        or control predecessors did not change still comes after them (the setter of `instructions`,
+        which may reorder, makes the next call look at every instruction)."""
+        since = self._in_order_at
+        if since < 0:
+            return _in_post_order(instructions)
+        recent = [inst for inst in instructions if inst.edited > since]
+        if not recent:
+            return True
+        position = {id(inst): k for k, inst in enumerate(instructions)}
+        if len(position) != len(instructions):
+            return False  # an instruction listed twice: left to the search
+        for inst in recent:
+            k = position[id(inst)]
+            for op in inst.operands:
+                if position.get(id(op), k) >= k:
+                    return False
+            for op in inst._control_predecessors:
+                if position.get(id(op), k) >= k:
+                    return False
+        return True
 
 
 def _in_post_order(instructions: list[Instruction]) -> bool:
