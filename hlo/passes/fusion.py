@@ -318,14 +318,22 @@ class GrowingFusion:
         in several slots: lower slot first). Each slot is found when it is asked for (a round
         usually stops at the first)."""
         ranked = []
-        for key, (param, operand) in list(self.pending.items()):
+        gone = []
+        for key, (param, operand) in self.pending.items():
             rank = position.get(id(operand))
             if rank is None:  # taken off the queue already: never offered again
-                del self.pending[key]
+                gone.append(key)
             else:
                 ranked.append((-rank, param))
+        for key in gone:
+            del self.pending[key]
+        if not ranked:
+            return
         ranked.sort(key=_first)
         params = self.params
+        if len(ranked) == 1 or ranked[0][0] != ranked[1][0]:  # the latest is one slot: offered first
+            yield params.index(ranked[0][1])
+            ranked = ranked[1:]
         if any(ranked[i][0] == ranked[i - 1][0] for i in range(1, len(ranked))):  # (rare)
             yield from [slot for _, slot in sorted((rank, params.index(param)) for rank, param in ranked)]
             return

@@ -92,7 +92,8 @@ def _apply_rules(inst: Instruction, rules, comp: Computation, state: PassState) 
     for rule in rules:
         new = rule(ctx, inst)
         if new is None:
-            ctx.discard_unused()
+            if ctx.created:
+                ctx.discard_unused()
             continue
         if new is not inst:
             if not same_shape(new.shape, inst.shape):
