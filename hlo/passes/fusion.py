@@ -270,18 +270,29 @@ def kind_of(facts: BodyFacts) -> str:
 
 def effectively_at_most_unary(inst: Instruction) -> bool:
     """At most one operand is as large as the result (broadcasts, iotas, scalar constants are free)."""
-    rank = max((len([d for d in s.dims if d != 1]) for _, s in inst.shape.leaves() if s.is_array), default=0)
+    shape = inst.shape
+    if shape.tuple_shapes is None:
+        rank = _nontrivial_rank(shape) if shape.is_array else 0
+    else:
+        rank = max((_nontrivial_rank(s) for _, s in shape.leaves() if s.is_array), default=0)
     big = 0
     for op in inst.operands:
         free = op.opcode == Op.BROADCAST or op.opcode == Op.IOTA
         if free or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
             continue
-        if not op.shape.is_tuple and len([d for d in op.shape.dims if d != 1]) >= rank:
+        if not op.shape.is_tuple and _nontrivial_rank(op.shape) >= rank:
             big += 1
     return big <= 1
 
 
+def _nontrivial_rank(shape) -> int:
+    """The number of dimensions of size other than 1."""
+    return len(shape.dims) - shape.dims.count(1)
+
+
 def _elements(shape) -> int:
+    if shape.tuple_shapes is None:  # (the usual case, without walking the leaves)
+        return shape.element_count() if shape.is_array else 0
     return sum(s.element_count() for _, s in shape.leaves() if s.is_array)
 
 
