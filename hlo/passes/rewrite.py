@@ -60,7 +60,8 @@ class Rewriter:
 
 def fusion_computations(module: Module) -> set[int]:
     """ids of the computations fusion instructions call (and everything those call)."""
-    bodies = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == Op.FUSION]
+    bodies = [inst.attrs["calls"] for comp in module.computations for inst in comp.instructions
+              if inst.opcode == Op.FUSION]
     return {id(comp) for comp in reachable_computations(bodies)}
 
 

@@ -126,7 +126,7 @@ def _dynamic(shape) -> bool:
 
 
 def _fusion_bodies(module: Module) -> set[int]:
-    return {id(inst.attrs["calls"]) for inst in module.instructions()
+    return {id(inst.attrs["calls"]) for comp in module.computations for inst in comp.instructions
             if inst.opcode == Op.FUSION and inst.attrs.get("calls") is not None}
 
 
