@@ -114,8 +114,19 @@ class Instruction:
         self.operand_locs: list[Optional[SourceLoc]] = []
         self.attr_locs: dict[str, SourceLoc] = {}
         self.edited = self.uses_edited = 0  # EditClock.now at the last edits
-        for op in operands:
-            self.append_operand(op)
+        if operands:
+            self._take_operands(operands)
+
+    def _take_operands(self, operands) -> None:
+        """append_operand for each of the operands of a new instruction, with one edit count."""
+        ops = self.operands = list(operands)
+        now = EditClock.now = next(_TICKS)
+        self.edited = now
+        for op in ops:
+            op.users.append(self)
+            op.uses_edited = now
+            if op.parent is not None:
+                op.parent.edited = now
 
     # -- info
     @property
