@@ -118,7 +118,12 @@ def _rewritable(inst: Instruction, comp: Computation) -> bool:
         return False  # dead: dce removes it
     if has_side_effect(inst):
         return False
-    return not _dynamic(inst.shape) and not any(_dynamic(op.shape) for op in inst.operands)
+    if _dynamic(inst.shape):
+        return False
+    for op in inst.operands:  # (a loop rather than any(): this runs for most instructions of a sweep)
+        if _dynamic(op.shape):
+            return False
+    return True
 
 
 def _dynamic(shape) -> bool:
