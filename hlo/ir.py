@@ -533,10 +533,9 @@ class Module:
             if id(comp) in seen:
                 return
             seen.add(id(comp))
-            for inst in comp.instructions:
-                if inst.opcode in CALLING_OPCODES:
-                    for callee in inst.called_computations():
-                        visit(callee)
+            for inst in [inst for inst in comp.instructions if inst.opcode in CALLING_OPCODES]:
+                for callee in inst.called_computations():
+                    visit(callee)
             order.append(comp)
 
         for comp in self.computations:

@@ -72,9 +72,12 @@ def _sweep(comp: Computation, state: PassState, marks: dict, tracker: ChangeTrac
     rules_of = RULES.get
     cone: dict[Instruction, int] = {}  # latest edit of an instruction and what it reads, this sweep
     for inst in comp.post_order():
-        latest = latest_edit_read(inst, cone, tracker)
+        latest = latest_edit_read(inst, cone, tracker)  # (for every instruction: it fills the cone)
+        mark = marks.get(inst)
+        if mark is not None and mark >= latest:
+            continue
         rules = rules_of(inst.opcode)
-        if not rules or marks.get(inst, -1) >= latest:
+        if not rules:
             continue
         if inst.parent is not comp or not _rewritable(inst, comp):
             continue
