@@ -626,8 +626,8 @@ class ComputationFuser:
         before = state.first_user(targets)
         result = self._clone_into(producer, fusion, state, before,
                                   rename=any(user is not fusion for user in producer.users))
-        for param in targets:
-            _replace_uses(param, result)
+        for param in targets:  # (parameters have no control edges)
+            param.replace_all_uses_with(result)
         state.drop_operands(fusion, slots)
         state.facts = merged_facts(consumed, produced)
         state.heroes = None
@@ -696,16 +696,6 @@ def _slots(operands: list[Instruction], values) -> list[int]:
             start = operands.index(value, start) + 1
             slots.append(start - 1)
     return sorted(set(slots))
-
-
-def _replace_uses(old: Instruction, new: Instruction) -> None:
-    """Point the users of a fused parameter at `new` (parameters have no control edges)."""
-    for user in list(old.users):
-        for i, op in enumerate(user.operands):
-            if op is old:
-                user.replace_operand(i, new)
-    if old.parent is not None and old.parent.root is old:
-        old.parent.root = new
 
 
 def _inefficient_concatenate(inst: Instruction) -> bool:
