@@ -42,6 +42,7 @@ _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only 
 class ReshapeMover(Pass):
     name = "reshape-mover"
     description = "Sink equivalent reshapes/transposes below elementwise ops so that rearranges cancel."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         return rewrite_unfused_computations(
