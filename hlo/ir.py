@@ -272,6 +272,7 @@ class Computation:
         self.signature_loc: Optional[SourceLoc] = None
         self.declared_result_shape: Optional[Shape] = None  # from the text's signature, if any
         self.async_wrapped = False   # created for async sugar (X-start); printed as sugar
+        self._names = None  # (edited, instruction names, their suffixes), for NameUniquer.for_module
 
     def __repr__(self) -> str:
         return f"<computation %{self.name}>"
@@ -582,17 +583,43 @@ class NameUniquer:
     @staticmethod
     def for_module(module: Module) -> "NameUniquer":
         uniquer = NameUniquer()
-        taken = [c.name for c in module.computations]
-        taken += [i.name for i in module.instructions()]
-        uniquer._taken.update(taken)
-        following = uniquer._next
-        for name in taken:  # reserve(), inlined: this runs over every name of the module
-            base, dot, digits = name.rpartition(".")
-            if dot and digits.isdecimal():
-                n = int(digits) + 1
+        taken, following = uniquer._taken, uniquer._next
+        names = [c.name for c in module.computations]
+        taken.update(names)
+        _raise_suffixes(following, names)
+        for comp in module.computations:
+            inst_names, suffixes = _instruction_names(comp)
+            taken.update(inst_names)
+            for base, n in suffixes.items():
                 if n > following.get(base, 1):
                     following[base] = n
         return uniquer
+
+
+def _instruction_names(comp: Computation) -> tuple[list[str], dict[str, int]]:
+    """The names of comp's instructions and, per base name, the suffix after the largest (as
+    NameUniquer._next), kept until the computation is next edited: a pipeline asks for the names
+    of the whole module once per pass that adds instructions, and most computations do not change
+    between two passes. (Renaming an instruction in place is an edit of its computation: the one
+    pass that does it, fusion naming fused parameters, sets the computation's instructions after.)"""
+    known = comp._names
+    if known is not None and known[0] == comp.edited:
+        return known[1], known[2]
+    names = [i.name for i in comp.instructions]
+    suffixes: dict[str, int] = {}
+    _raise_suffixes(suffixes, names)
+    comp._names = (comp.edited, names, suffixes)
+    return names, suffixes
+
+
+def _raise_suffixes(following: dict[str, int], names) -> None:
+    """NameUniquer.reserve's update of the next suffixes, for many names."""
+    for name in names:
+        base, dot, digits = name.rpartition(".")
+        if dot and digits.isdecimal():
+            n = int(digits) + 1
+            if n > following.get(base, 1):
+                following[base] = n
 
 
 def _split_suffix(name: str) -> tuple[str, Optional[int]]:
