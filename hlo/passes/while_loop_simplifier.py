@@ -40,13 +40,13 @@ class WhileLoopSimplifier(Pass):
     description = "Remove loops with trip count 0 or 1 and loop-carried tuple elements nothing needs."
 
     # Every edit goes through the IR's methods (new loops get new computations), so the other
-    # passes of a fixpoint group need not forget what they found when this one changes a loop.
+    # passes of a pipeline need not forget what they found when this one changes a loop.
     incremental = True
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         changed = False
-        # Inside a fixpoint group: the loops found with nothing to do, and when.
+        # While a pipeline runs: the loops found with nothing to do, and when.
         tracker = self.tracker
         marks = tracker.instruction_marks(self.name) if tracker is not None else {}
         for loop in while_loops(module):
