@@ -114,8 +114,19 @@ class Instruction:
         self.operand_locs: list[Optional[SourceLoc]] = []
         self.attr_locs: dict[str, SourceLoc] = {}
         self.edited = self.uses_edited = 0  # EditClock.now at the last edits
-        for op in operands:
-            self.append_operand(op)
+        if operands:
+            self._take_operands(operands)
+
+    def _take_operands(self, operands) -> None:
+        """append_operand for each of the operands of a new instruction, with one edit count."""
+        ops = self.operands = list(operands)
+        now = EditClock.now = next(_TICKS)
+        self.edited = now
+        for op in ops:
+            op.users.append(self)
+            op.uses_edited = now
+            if op.parent is not None:
+                op.parent.edited = now
 
     # -- info
     @property
@@ -261,6 +272,7 @@ class Computation:
         self.signature_loc: Optional[SourceLoc] = None
         self.declared_result_shape: Optional[Shape] = None  # from the text's signature, if any
         self.async_wrapped = False   # created for async sugar (X-start); printed as sugar
+        self._names = None  # (edited, instruction names, their suffixes), for NameUniquer.for_module
 
     def __repr__(self) -> str:
         return f"<computation %{self.name}>"
@@ -288,6 +300,7 @@ class Computation:
         touch(self)
         self._instructions = list(instructions)
         self._removed = self._inserted = None
+        self._in_order_at = -1  # any order: post_order looks at every instruction again
 
     @property
     def parameters(self) -> list[Instruction]:
@@ -356,7 +369,7 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """Instructions with every operand before its users (stable w.r.t. text order)."""
         instructions = self.instructions
-        if self._in_order_at == self.edited or _in_post_order(instructions):
+        if self._in_order_at == self.edited or self._still_in_post_order(instructions):
             self._in_order_at = self.edited  # known in order until the next edit
             return list(instructions)  # what the search below gives for a list already in order
         seen: set[int] = set()
@@ -376,6 +389,31 @@ class Computation:
                     if id(op) not in seen:
                         stack.append((op, False))
         return order
+
+
+    def _still_in_post_order(self, instructions: list[Instruction]) -> bool:
+        """Whether the list is in post order, looking only at the instructions edited since it last
+        was: insertions and removals keep the order of the others, and an instruction whose operands
+        or control predecessors did not change still comes after them (the setter of `instructions`,
+        which may reorder, makes the next call look at every instruction)."""
+        since = self._in_order_at
+        if since < 0:
+            return _in_post_order(instructions)
+        recent = [inst for inst in instructions if inst.edited > since]
+        if not recent:
+            return True
+        position = {id(inst): k for k, inst in enumerate(instructions)}
+        if len(position) != len(instructions):
+            return False  # an instruction listed twice: left to the search
+        for inst in recent:
+            k = position[id(inst)]
+            for op in inst.operands:
+                if position.get(id(op), k) >= k:
+                    return False
+            for op in inst._control_predecessors:
+                if position.get(id(op), k) >= k:
+                    return False
+        return True
 
 
 def _in_post_order(instructions: list[Instruction]) -> bool:
@@ -496,10 +534,9 @@ class Module:
             if id(comp) in seen:
                 return
             seen.add(id(comp))
-            for inst in comp.instructions:
-                if inst.opcode in CALLING_OPCODES:
-                    for callee in inst.called_computations():
-                        visit(callee)
+            for inst in [inst for inst in comp.instructions if inst.opcode in CALLING_OPCODES]:
+                for callee in inst.called_computations():
+                    visit(callee)
             order.append(comp)
 
         for comp in self.computations:
@@ -546,17 +583,43 @@ class NameUniquer:
     @staticmethod
     def for_module(module: Module) -> "NameUniquer":
         uniquer = NameUniquer()
-        taken = [c.name for c in module.computations]
-        taken += [i.name for i in module.instructions()]
-        uniquer._taken.update(taken)
-        following = uniquer._next
-        for name in taken:  # reserve(), inlined: this runs over every name of the module
-            base, dot, digits = name.rpartition(".")
-            if dot and digits.isdecimal():
-                n = int(digits) + 1
+        taken, following = uniquer._taken, uniquer._next
+        names = [c.name for c in module.computations]
+        taken.update(names)
+        _raise_suffixes(following, names)
+        for comp in module.computations:
+            inst_names, suffixes = _instruction_names(comp)
+            taken.update(inst_names)
+            for base, n in suffixes.items():
                 if n > following.get(base, 1):
                     following[base] = n
         return uniquer
+
+
+def _instruction_names(comp: Computation) -> tuple[list[str], dict[str, int]]:
+    """The names of comp's instructions and, per base name, the suffix after the largest (as
+    NameUniquer._next), kept until the computation is next edited: a pipeline asks for the names
+    of the whole module once per pass that adds instructions, and most computations do not change
+    between two passes. (Renaming an instruction in place is an edit of its computation: the one
+    pass that does it, fusion naming fused parameters, sets the computation's instructions after.)"""
+    known = comp._names
+    if known is not None and known[0] == comp.edited:
+        return known[1], known[2]
+    names = [i.name for i in comp.instructions]
+    suffixes: dict[str, int] = {}
+    _raise_suffixes(suffixes, names)
+    comp._names = (comp.edited, names, suffixes)
+    return names, suffixes
+
+
+def _raise_suffixes(following: dict[str, int], names) -> None:
+    """NameUniquer.reserve's update of the next suffixes, for many names."""
+    for name in names:
+        base, dot, digits = name.rpartition(".")
+        if dot and digits.isdecimal():
+            n = int(digits) + 1
+            if n > following.get(base, 1):
+                following[base] = n
 
 
 def _split_suffix(name: str) -> tuple[str, Optional[int]]:

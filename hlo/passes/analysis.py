@@ -10,10 +10,13 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..interpreter import Evaluator
+from ..analysis.effects import has_side_effect
+from ..interpreter import HANDLERS, Evaluator
+from ..interpreter.dynamic import involves_dynamic
+from ..interpreter.plans import CHECKED_BYTES
 from ..ir import Computation, Instruction, Module
 from ..literal import Literal
-from ..opcodes import Op
+from ..opcodes import Op, Trait, has_trait
 from ..shapes import Shape
 
 # --------------------------------------------------------------------------- call graph
@@ -79,6 +82,8 @@ def evaluate_cone(targets: Sequence[Instruction],
     targets give tuples of values. Raises EvaluationError when the interpreter
     cannot evaluate it.
     """
+    if not bindings and len(targets) == 1 and _handler_alone_computes(targets[0]):
+        return [_run_handler_on_constants(targets[0])]
     cone, inputs = _cone_computation(targets, bindings or {})
     shell = Module("constant_folding")
     shell.computations, shell.entry = [cone], cone
@@ -88,6 +93,40 @@ def evaluate_cone(targets: Sequence[Instruction],
     except Exception as err:  # any interpreter failure means "not evaluable"
         raise EvaluationError(str(err)) from err
     return [result] if len(targets) == 1 else list(result)
+
+
+def _handler_alone_computes(inst: Instruction) -> bool:
+    """Whether the plan of a cone of `inst` over constant operands would just call inst's handler on
+    their values (what most folds are): no called computation or inlining, no operand passed
+    through (aliases), no dynamic sizes, no memory check, an array result."""
+    shape = inst.shape
+    if not inst.operands or shape is None or shape.tuple_shapes is not None or not shape.is_array:
+        return False
+    for op in inst.operands:
+        if op.opcode != Op.CONSTANT or op.shape is None or op.shape.tuple_shapes is not None \
+                or op.attrs["literal"].elided:
+            return False
+    opcode = inst.opcode
+    if opcode not in HANDLERS or inst.called_computations() or HANDLERS.details(opcode).get("inline"):
+        return False
+    if has_trait(opcode, Trait.PASS_THROUGH) or has_side_effect(inst) or involves_dynamic(inst):
+        return False
+    source = inst.operands[0].shape
+    if has_trait(opcode, Trait.SAME_VALUE_IF_SAME_SHAPE) and source.element_type is shape.element_type \
+            and source.dims == shape.dims:
+        return False  # the plan may give the operand itself
+    return shape.byte_size() <= CHECKED_BYTES
+
+
+def _run_handler_on_constants(inst: Instruction):
+    """The value of `inst` (see _handler_alone_computes): its handler on its operands' values."""
+    evaluator = Evaluator(Module("constant_folding"))
+    constant = HANDLERS[Op.CONSTANT]
+    try:
+        with np.errstate(all="ignore"):
+            return HANDLERS[inst.opcode](evaluator, inst, [constant(evaluator, op, []) for op in inst.operands])
+    except Exception as err:  # any interpreter failure means "not evaluable"
+        raise EvaluationError(str(err)) from err
 
 
 def _cone_computation(targets: Sequence[Instruction], bindings: dict[int, np.ndarray]):

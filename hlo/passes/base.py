@@ -5,9 +5,10 @@ A pass has a name (as XLA names the equivalent pass), a one-line description and
 passes with `@register`; pass_manager.py imports every pass module, so that
 `available_passes()` knows them all.
 
-An `incremental` pass visits its computations with `each_computation`: inside a
-`fixpoint(...)` group it then skips those it found nothing to do in last time and that
-did not change since (incremental.py says what such a pass promises).
+An `incremental` pass visits its computations with `each_computation`: it then skips those it
+found nothing to do in last time and that did not change since (incremental.py says what such a
+pass promises). What the passes found is kept through a whole pipeline while the passes that
+change the module are incremental or `edits_tracked`.
 """
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ class Pass:
     name: str = ""
     description: str = ""
     incremental = False  # see incremental.py for what a pass promises by setting it
+    # Every edit the pass makes goes through the IR's methods (or is of an instruction it also edits
+    # through them), so that the tracker need not forget what other passes found when this one
+    # changes something (an incremental pass promises this too).
+    edits_tracked = False
     tracker: Optional[ChangeTracker] = None  # given by the pass manager inside fixpoint groups
 
     def each_computation(self, comps: Iterable[Computation], process: Callable[[Computation], bool]) -> bool:

@@ -37,6 +37,7 @@ EXPANSIONS = OpRegistry("batch-norm expansion")
 class BatchNormExpander(Pass):
     name = "batchnorm-expander"
     description = "Expand batch-norm-training/-inference/-grad into elementwise ops, reduces and broadcasts."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

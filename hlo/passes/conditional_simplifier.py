@@ -36,7 +36,7 @@ class ConditionalSimplifier(Pass):
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
-        conditionals = [i for c in module.computations for i in c.post_order()
+        conditionals = [i for c in module.computations if _has_conditional(c) for i in c.post_order()
                         if i.opcode == Op.CONDITIONAL and i.sharding is None and not _calls_channels(i)]
         changed = False
         removed: set[int] = set()
@@ -51,6 +51,11 @@ class ConditionalSimplifier(Pass):
         if changed and module.entry is not None:
             module.remove_unreachable_computations()
         return changed
+
+
+def _has_conditional(comp: Computation) -> bool:
+    """Tested before ordering the computation: most have no conditional."""
+    return any(inst.opcode == Op.CONDITIONAL for inst in comp.instructions)
 
 
 def branches(cond: Instruction) -> list[Computation]:

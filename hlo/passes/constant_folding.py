@@ -97,7 +97,8 @@ def fold_computation(comp: Computation, rewriter: Rewriter, marks: Optional[dict
     changed = False
     foldable_callees: dict[int, bool] = {}
     for inst in comp.post_order():
-        if marks.get(inst, -1) >= _latest_edit_read(inst, tracker):
+        mark = marks.get(inst)
+        if mark is not None and mark >= _latest_edit_read(inst, tracker):
             continue
         if not _fold(inst, comp, rewriter, foldable_callees, values):
             marks[inst] = EditClock.now
@@ -110,7 +111,13 @@ def _latest_edit_read(inst: Instruction, tracker: ChangeTracker) -> int:
     """The latest edit of what deciding to fold `inst` reads: `inst` and its uses, its operands
     (through tuples: the decision looks into them; what an operand is computed from is an edit of
     the operand) and what it calls."""
-    latest = max(inst.edited, inst.uses_edited, _latest_operand_edit(inst))
+    latest = inst.edited
+    if inst.uses_edited > latest:
+        latest = inst.uses_edited
+    for op in inst.operands:  # (_latest_operand_edit inlined: this runs for every instruction)
+        edited = op.edited if op.opcode != Op.TUPLE else max(op.edited, _latest_operand_edit(op))
+        if edited > latest:
+            latest = edited
     if inst.opcode in CALLING_OPCODES:
         latest = max([latest] + [tracker.last_edit(c) for c in inst.called_computations()])
     return latest
@@ -142,7 +149,19 @@ def _fold(inst: Instruction, comp: Computation, rewriter: Rewriter, foldable_cal
 
 
 def _operands_allow_folding(inst: Instruction) -> bool:
-    return _any_operand_constant(inst) and _all_operands_constant_like(inst)
+    """_any_operand_constant(inst) and _all_operands_constant_like(inst), in one look at each operand."""
+    any_constant = False
+    for op in inst.operands:
+        opcode = op.opcode
+        if opcode == Op.CONSTANT:
+            any_constant = True
+        elif opcode == Op.TUPLE:
+            if not _all_operands_constant_like(op):
+                return False
+            any_constant = any_constant or _any_operand_constant(op)
+        elif not (opcode == Op.IOTA or (opcode == Op.BROADCAST and op.operands[0].opcode == Op.CONSTANT)):
+            return False
+    return any_constant
 
 
 def _any_operand_constant(inst: Instruction) -> bool:

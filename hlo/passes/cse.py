@@ -1,6 +1,8 @@
 """cse: merge instructions that compute the same value from the same operands."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..analysis.effects import has_side_effect
 from ..ir import CALLING_OPCODES, Computation, Instruction, Module
 from ..literal import Literal
@@ -22,34 +24,47 @@ class CommonSubexpressionElimination(Pass):
         fingerprints: dict[int, tuple] = {}
         keys = self.tracker.instruction_marks(self.name) if self.tracker is not None else {}
         shapes = keys.setdefault(ShapeTokens, ShapeTokens())  # the tokens in the keys kept
+        numbers = keys.setdefault(KeyNumbers, KeyNumbers())   # and the numbers of the keys
+        last_edit = self.tracker.last_edit if self.tracker is not None else None
         return self.each_computation(list(module.computations),
-                                     lambda comp: merge_duplicates(comp, fingerprints, shapes, keys))
+                                     lambda comp: merge_duplicates(comp, fingerprints, shapes, keys, numbers,
+                                                                   last_edit))
+
+
+class KeyNumbers(dict):
+    """{key: a small number}: equal keys get one number, so that a key kept from an earlier run is
+    compared by its number (hashing a key hashes every attribute value in it, each time)."""
+
+    def number(self, key: tuple) -> int:
+        return self.setdefault(key, len(self))
 
 
 def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes: ShapeTokens | None = None,
-                     keys: dict | None = None) -> bool:
+                     keys: dict | None = None, numbers: KeyNumbers | None = None,
+                     last_edit: Callable[[Computation], int] | None = None) -> bool:
     """Merge identical instructions of `comp`; called computations compare by content.
 
-    keys: {instruction: (its `edited`, its key)} from earlier runs, reused while the instruction
-    was not edited (the key of one calling computations is computed each time)."""
+    keys: {instruction: (when it was last edited, the number of its key or None)} from earlier
+    runs, reused while the instruction was not edited. An instruction calling computations is
+    edited when they are too: `last_edit` (ChangeTracker.last_edit) tells; without it, the key
+    of such an instruction is computed each time."""
     fingerprints = {} if fingerprints is None else fingerprints
     shapes = ShapeTokens() if shapes is None else shapes
     keys = {} if keys is None else keys
+    numbers = KeyNumbers() if numbers is None else numbers
     changed = False
-    seen: dict[tuple, Instruction] = {}
+    seen: dict[int, Instruction] = {}
     for inst in list(comp.instructions):
-        # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
-        if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
-            continue
-        if inst.opcode in _ASYNC_WRAPPERS:  # its done names the computation its start runs: keep both
-            continue
+        edited = inst.edited
+        if inst.opcode in CALLING_OPCODES:
+            edited = max([edited, *map(last_edit, inst.called_computations())]) if last_edit is not None else None
         known = keys.get(inst)
-        if known is not None and known[0] == inst.edited:
+        if known is not None and known[0] == edited:
             key = known[1]
         else:
-            key = _key(inst, fingerprints, shapes)
-            if inst.opcode not in CALLING_OPCODES:
-                keys[inst] = (inst.edited, key)
+            key = _key_number(inst, fingerprints, shapes, numbers)
+            if edited is not None:
+                keys[inst] = (edited, key)
         if key is None:
             continue
         earlier = seen.get(key)
@@ -63,13 +78,18 @@ def merge_duplicates(comp: Computation, fingerprints: dict | None = None, shapes
     return changed
 
 
-def _key(inst: Instruction, fingerprints: dict, shapes: ShapeTokens):
+def _key_number(inst: Instruction, fingerprints: dict, shapes: ShapeTokens, numbers: KeyNumbers):
+    """The number of the key of `inst`, or None for an instruction never merged."""
+    # Two random-bit generators are never merged (rng and rng-get-and-update-state have side effects).
+    if inst.opcode == Op.PARAMETER or has_side_effect(inst) or inst.opcode == Op.RNG_BIT_GENERATOR:
+        return None
+    if inst.opcode in _ASYNC_WRAPPERS:  # its done names the computation its start runs: keep both
+        return None
     try:
         attrs = attributes_key(inst, fingerprints)
         # backend_config carries a custom call's options (a LAPACK call's uplo, trans ...)
         key = (inst.opcode, shapes(inst.shape), tuple(map(id, inst.operands)), attrs, inst.backend_config)
-        hash(key)
-        return key
+        return numbers.number(key)
     except TypeError:  # an attribute value we cannot compare safely: leave it alone
         return None
 

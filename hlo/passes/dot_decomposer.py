@@ -29,6 +29,7 @@ from .rewrite import Rewriter, replace, unfused_instructions
 class DotDecomposer(Pass):
     name = "dot-decomposer"
     description = "Rewrite dots into [batch,m,k] x [batch,k,n] form with transposes and reshapes."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

@@ -270,18 +270,29 @@ def kind_of(facts: BodyFacts) -> str:
 
 def effectively_at_most_unary(inst: Instruction) -> bool:
     """At most one operand is as large as the result (broadcasts, iotas, scalar constants are free)."""
-    rank = max((len([d for d in s.dims if d != 1]) for _, s in inst.shape.leaves() if s.is_array), default=0)
+    shape = inst.shape
+    if shape.tuple_shapes is None:
+        rank = _nontrivial_rank(shape) if shape.is_array else 0
+    else:
+        rank = max((_nontrivial_rank(s) for _, s in shape.leaves() if s.is_array), default=0)
     big = 0
     for op in inst.operands:
         free = op.opcode == Op.BROADCAST or op.opcode == Op.IOTA
         if free or (op.opcode == Op.CONSTANT and is_effective_scalar(op)):
             continue
-        if not op.shape.is_tuple and len([d for d in op.shape.dims if d != 1]) >= rank:
+        if not op.shape.is_tuple and _nontrivial_rank(op.shape) >= rank:
             big += 1
     return big <= 1
 
 
+def _nontrivial_rank(shape) -> int:
+    """The number of dimensions of size other than 1."""
+    return len(shape.dims) - shape.dims.count(1)
+
+
 def _elements(shape) -> int:
+    if shape.tuple_shapes is None:  # (the usual case, without walking the leaves)
+        return shape.element_count() if shape.is_array else 0
     return sum(s.element_count() for _, s in shape.leaves() if s.is_array)
 
 
@@ -318,14 +329,22 @@ class GrowingFusion:
         in several slots: lower slot first). Each slot is found when it is asked for (a round
         usually stops at the first)."""
         ranked = []
-        for key, (param, operand) in list(self.pending.items()):
+        gone = []
+        for key, (param, operand) in self.pending.items():
             rank = position.get(id(operand))
             if rank is None:  # taken off the queue already: never offered again
-                del self.pending[key]
+                gone.append(key)
             else:
                 ranked.append((-rank, param))
+        for key in gone:
+            del self.pending[key]
+        if not ranked:
+            return
         ranked.sort(key=_first)
         params = self.params
+        if len(ranked) == 1 or ranked[0][0] != ranked[1][0]:  # the latest is one slot: offered first
+            yield params.index(ranked[0][1])
+            ranked = ranked[1:]
         if any(ranked[i][0] == ranked[i - 1][0] for i in range(1, len(ranked))):  # (rare)
             yield from [slot for _, slot in sorted((rank, params.index(param)) for rank, param in ranked)]
             return
@@ -607,8 +626,8 @@ class ComputationFuser:
         before = state.first_user(targets)
         result = self._clone_into(producer, fusion, state, before,
                                   rename=any(user is not fusion for user in producer.users))
-        for param in targets:
-            _replace_uses(param, result)
+        for param in targets:  # (parameters have no control edges)
+            param.replace_all_uses_with(result)
         state.drop_operands(fusion, slots)
         state.facts = merged_facts(consumed, produced)
         state.heroes = None
@@ -677,16 +696,6 @@ def _slots(operands: list[Instruction], values) -> list[int]:
             start = operands.index(value, start) + 1
             slots.append(start - 1)
     return sorted(set(slots))
-
-
-def _replace_uses(old: Instruction, new: Instruction) -> None:
-    """Point the users of a fused parameter at `new` (parameters have no control edges)."""
-    for user in list(old.users):
-        for i, op in enumerate(user.operands):
-            if op is old:
-                user.replace_operand(i, new)
-    if old.parent is not None and old.parent.root is old:
-        old.parent.root = new
 
 
 def _inefficient_concatenate(inst: Instruction) -> bool:

@@ -1,8 +1,9 @@
 """Skipping the computations a pass already found nothing to do in.
 
 A `fixpoint(...)` group reruns its passes until none changes the module; after the first
-round most computations no longer change, and sweeping them again finds nothing. The pass
-manager gives the passes of a group one `ChangeTracker`; an incremental pass
+round most computations no longer change, and sweeping them again finds nothing (nor does the
+next group of the same passes, after a few passes that change little). The pass manager gives
+the passes of a pipeline one `ChangeTracker`; an incremental pass
 (`Pass.incremental`) visits its computations through `Pass.each_computation`, which skips a
 computation when the pass found nothing in it last time and neither it nor anything it calls
 (transitively) was edited since. Edits are counted by the IR (`hlo.ir.EditClock`).
@@ -15,7 +16,8 @@ What this relies on, for a pass marked incremental:
   a computation the pass changed as edited), and other computations only through the IR's
   methods (new computations count as edited).
 A pass that is not incremental may edit anything: when it reports a change, the tracker
-forgets everything it knew.
+forgets everything it knew, unless the pass is `edits_tracked` (every edit through the IR's
+methods, or of an instruction it also edits through them).
 """
 from __future__ import annotations
 

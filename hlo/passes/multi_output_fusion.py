@@ -131,7 +131,9 @@ def _merge(comp: Computation, first: Instruction, second: Instruction, rewriter:
         old.replace_all_uses_with(element)
     comp.remove(second)
     comp.remove(first)
-    comp.instructions = comp.post_order()   # first's users may come before the merged fusion
+    order = comp.post_order()   # first's users may come before the merged fusion
+    if order != comp.instructions:  # (by identity: instructions define no equality)
+        comp.instructions = order
 
 
 def _clone_body(fusion: Instruction, body: Computation, operands: list, params: list,

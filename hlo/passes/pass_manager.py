@@ -136,14 +136,18 @@ class PassRunner:
     def __post_init__(self):
         if self.verify_each is None:
             self.verify_each = verify_each_by_default()
-        self._tracker: Optional[ChangeTracker] = None  # inside a fixpoint group
+        self._tracker: Optional[ChangeTracker] = None  # while a pipeline runs
 
     def run(self, module: Module, steps: list[PipelineStep]) -> bool:
         self._checked = False  # whether the module was checked since the last change
         if self.progress is not None:
             self.progress.stage("optimizing", total=len(steps), unit="steps")
+        self._tracker = ChangeTracker()  # what the passes found, kept while their edits are tracked
         with collections_paused():
-            changed = self._run_steps(module, steps, top=True)
+            try:
+                changed = self._run_steps(module, steps, top=True)
+            finally:
+                self._tracker = None
             if self.verify and not self._checked:
                 if self.progress is not None:
                     self.progress.advance(0, "checking")
@@ -161,14 +165,7 @@ class PassRunner:
 
     def _run_step(self, module: Module, step: PipelineStep) -> bool:
         if isinstance(step, FixedPoint):
-            outermost = self._tracker is None
-            if outermost:
-                self._tracker = ChangeTracker()
-            try:
-                return repeat_while_changing(lambda: self._run_steps(module, step.steps), step.max_iterations)
-            finally:
-                if outermost:
-                    self._tracker = None
+            return repeat_while_changing(lambda: self._run_steps(module, step.steps), step.max_iterations)
         return self._run_pass(module, step)
 
     def _run_pass(self, module: Module, name: str) -> bool:
@@ -178,7 +175,7 @@ class PassRunner:
         pass_.tracker = self._tracker
         start = time.perf_counter()
         changed = bool(pass_.run(module))
-        if changed and not pass_.incremental and self._tracker is not None:
+        if changed and not (pass_.incremental or pass_.edits_tracked) and self._tracker is not None:
             self._tracker.forget_all()
         event = PassEvent(name, changed, time.perf_counter() - start)
         self.events.append(event)

@@ -42,6 +42,7 @@ _MAX_ROUNDS = 1000  # each round sinks rearranges strictly downwards; this only 
 class ReshapeMover(Pass):
     name = "reshape-mover"
     description = "Sink equivalent reshapes/transposes below elementwise ops so that rearranges cancel."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         return rewrite_unfused_computations(
@@ -118,6 +119,8 @@ def first_nontrivial_rearrange(operands) -> Optional[Instruction]:
 
 def is_candidate(inst: Instruction) -> bool:
     """An elementwise op whose operands can all be un-rearranged in the same way."""
+    if not any(op.opcode in _REARRANGES for op in inst.operands):
+        return False  # no rearrange to sink (most instructions: asked first, it is the cheapest)
     if not inst.info.is_elementwise or has_side_effect(inst) or not _is_static_array(inst.shape):
         return False
     # Implicitly broadcast scalar operands (clamp bounds) or width-changing bitcast-converts do not fit.

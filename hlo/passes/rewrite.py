@@ -60,7 +60,8 @@ class Rewriter:
 
 def fusion_computations(module: Module) -> set[int]:
     """ids of the computations fusion instructions call (and everything those call)."""
-    bodies = [inst.attrs["calls"] for inst in module.instructions() if inst.opcode == Op.FUSION]
+    bodies = [inst.attrs["calls"] for comp in module.computations for inst in comp.instructions
+              if inst.opcode == Op.FUSION]
     return {id(comp) for comp in reachable_computations(bodies)}
 
 
@@ -215,7 +216,8 @@ def inline_call(call: Instruction, names: NameUniquer) -> None:
             mapping[id(inst)] = call.operands[inst.attrs["parameter_number"]]
             continue
         copy = inst.clone([mapping[id(op)] for op in inst.operands], names.unique(inst.name))
-        copy.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors if id(p) in mapping]
+        if inst.control_predecessors:
+            copy.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors if id(p) in mapping]
         caller.add(copy, before=call)
         mapping[id(inst)] = copy
     result = mapping[id(callee.root)]

@@ -50,6 +50,7 @@ _ALGORITHMS = {"rng_default": "philox", "rng_philox": "philox", "rng_three_fry":
 class RngBitGeneratorExpander(Pass):
     name = "rng-bit-generator-expander"
     description = "Replace rng-bit-generator by a call of a Threefry/Philox computation in plain HLO ops."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

@@ -30,6 +30,7 @@ from .base import Pass, register
 class TransposeFolding(Pass):
     name = "transpose-folding"
     description = "Fold transposes of dot/convolution operands into the dot dimensions or dim_labels."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         skipped = _fusion_and_composite_bodies(module)

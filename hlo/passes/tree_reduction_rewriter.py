@@ -44,6 +44,7 @@ def window_level(operand: Shape, dims) -> tuple[Window, tuple[int, ...]]:
 class TreeReductionRewriter(Pass):
     name = "tree-reduction-rewriter"
     description = "Reduce dimensions longer than 32 in windows of 32 first, as XLA:CPU does."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

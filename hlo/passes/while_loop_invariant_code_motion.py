@@ -32,6 +32,7 @@ _DISABLE_ATTRIBUTE = "_xla_disable_loop_instr_hoisting"
 class WhileLoopInvariantCodeMotion(Pass):
     name = "while-loop-invariant-code-motion"
     description = "Hoist loop-invariant computations out of while bodies into new loop-carried elements."
+    edits_tracked = True  # (base.py)
 
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)

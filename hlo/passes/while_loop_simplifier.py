@@ -29,6 +29,7 @@ from ..analysis.effects import computation_has_side_effect, has_control_dependen
 from ..ir import Computation, EditClock, Instruction, Module
 from ..opcodes import Op
 from .base import Pass, register
+from .incremental import ChangeTracker
 from .rewrite import Rewriter, replace, replace_by_inlined_call
 from .while_loops import known_trip_count, rebuild_while, while_loops
 
@@ -38,18 +39,20 @@ class WhileLoopSimplifier(Pass):
     name = "while-loop-simplifier"
     description = "Remove loops with trip count 0 or 1 and loop-carried tuple elements nothing needs."
 
+    # Every edit goes through the IR's methods (new loops get new computations), so the other
+    # passes of a pipeline need not forget what they found when this one changes a loop.
+    incremental = True
+
     def run(self, module: Module) -> bool:
         rewriter = Rewriter(module)
         changed = False
-        # Inside a fixpoint group: the loops found with nothing to do, and when. What is done to a
-        # loop depends on its computation and what that calls; the pass is not incremental, so the
-        # tracker forgets these marks as soon as it changes anything.
+        # While a pipeline runs: the loops found with nothing to do, and when.
         tracker = self.tracker
         marks = tracker.instruction_marks(self.name) if tracker is not None else {}
         for loop in while_loops(module):
             if loop.parent is None or has_control_dependencies(loop):
                 continue
-            if loop in marks and tracker.last_edit(loop.parent) <= marks[loop]:
+            if loop in marks and _latest_edit_read(loop, tracker) <= marks[loop]:
                 continue
             if try_remove_while_loop(loop, rewriter):
                 changed = True
@@ -61,6 +64,15 @@ class WhileLoopSimplifier(Pass):
         if changed and module.entry is not None:
             module.remove_unreachable_computations()
         return changed
+
+
+def _latest_edit_read(loop: Instruction, tracker: ChangeTracker) -> int:
+    """The latest edit of what the pass reads to decide about `loop`: the loop and its uses (which
+    elements are read after it, whether it is the root), its initial value and that value's
+    operands (constant elements give the trip count), and its condition and body with what they call."""
+    init = loop.operands[0]
+    latest = max(loop.edited, loop.uses_edited, init.edited, *(op.edited for op in init.operands))
+    return max(latest, *(tracker.last_edit(c) for c in loop.called_computations()))
 
 
 def try_remove_while_loop(loop: Instruction, rewriter: Rewriter) -> bool:

@@ -16,7 +16,8 @@ from .rewrite import Rewriter, clone_name, replace
 
 def while_loops(module: Module) -> list[Instruction]:
     """Every while instruction, those of callees (inner loops) first."""
-    return [i for c in module.callees_first() for i in c.instructions if i.opcode == Op.WHILE]
+    loop = Op.WHILE  # (looked up once: this scans every instruction)
+    return [i for c in module.callees_first() for i in c.instructions if i.opcode == loop]
 
 
 # --------------------------------------------------------------------------- trip count

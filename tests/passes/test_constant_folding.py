@@ -82,3 +82,63 @@ def test_folding_random_expressions_keeps_their_values(text):
         if inst.opcode not in ("tuple", "broadcast", "parameter", "constant"):
             assert not constant_folding._operands_allow_folding(inst), inst.name
     assert_same_outputs(text, "constant-folding,dce", seeds=(0,))
+
+
+# One instruction over constants is computed by its handler alone (no plan): the same bytes as
+# the plan gives, for every kind of op and element type folding meets.
+_HANDLER_ALONE_CASES = [
+    ("f32[3]", "add", "f32[3] constant({1.5, -0, 3e38})", "f32[3] constant({2, -0, 3e38})"),
+    ("bf16[3]", "multiply", "bf16[3] constant({1.5, -2, 3})", "bf16[3] constant({0.1, 7, -0})"),
+    ("f16[2]", "divide", "f16[2] constant({1, 0})", "f16[2] constant({3, 0})"),
+    ("s8[3]", "subtract", "s8[3] constant({-128, 5, 127})", "s8[3] constant({1, -5, -1})"),
+    ("u32[2]", "divide", "u32[2] constant({7, 9})", "u32[2] constant({0, 2})"),
+    ("s32[2]", "remainder", "s32[2] constant({-7, 9})", "s32[2] constant({0, -2})"),
+    ("pred[3]", "compare", "f32[3] constant({1, nan, 3})", "f32[3] constant({1, nan, 2})"),
+    ("f64[2]", "log", "f64[2] constant({0.5, -1})", None),
+    ("c64[2]", "sqrt", "c64[2] constant({(1, 2), (-4, 0)})", None),
+    ("f32[2]", "erf", "f32[2] constant({0.5, -3})", None),
+    ("s32[2]", "convert", "f32[2] constant({2.7, -1e10})", None),
+    ("bf16[2]", "convert", "f32[2] constant({1.00390625, 3})", None),
+    ("f32[2,2]", "reshape", "f32[4] constant({1, 2, 3, 4})", None),
+    ("f32[2]", "slice", "f32[4] constant({1, 2, 3, 4})", None),
+    ("f32[3,2]", "transpose", "f32[2,3] constant({{1, 2, 3}, {4, 5, 6}})", None),
+]
+
+
+@pytest.mark.parametrize("result,opcode,lhs,rhs", _HANDLER_ALONE_CASES, ids=lambda v: str(v))
+def test_one_instruction_over_constants_gives_the_plans_bytes(result, opcode, lhs, rhs, monkeypatch):
+    attrs = {"compare": ", direction=LT", "slice": ", slice={[1:3]}", "transpose": ", dimensions={1,0}"}
+    operands = "a" if rhs is None else "a, b"
+    module = parse_module(f"""HloModule m
+ENTRY e {{
+  a = {lhs}
+  {"" if rhs is None else "b = " + rhs}
+  ROOT r = {result} {opcode}({operands}){attrs.get(opcode, "")}
+}}
+""")
+    root = module.entry.root
+    assert analysis._handler_alone_computes(root)
+    alone = analysis.evaluate_cone([root])[0]
+    monkeypatch.setattr(analysis, "_handler_alone_computes", lambda inst: False)
+    planned = analysis.evaluate_cone([root])[0]
+    assert np.asarray(alone).dtype == np.asarray(planned).dtype
+    assert np.asarray(alone).shape == np.asarray(planned).shape
+    assert np.asarray(alone).tobytes() == np.asarray(planned).tobytes()
+
+
+def test_a_value_passed_through_or_an_elided_constant_goes_through_the_plan():
+    module = parse_module("""HloModule m
+ENTRY e {
+  a = f32[2] constant({1, 2})
+  e = f32[2] constant({...})
+  c = f32[2] copy(a)
+  r = f32[2] reshape(a)
+  ROOT n = f32[2] negate(e)
+}
+""")
+    inst = module.entry.by_name()
+    assert not analysis._handler_alone_computes(inst["c"])
+    assert not analysis._handler_alone_computes(inst["r"])
+    assert not analysis._handler_alone_computes(inst["n"])
+    with pytest.raises(analysis.EvaluationError):
+        analysis.evaluate_cone([inst["n"]])

@@ -72,9 +72,12 @@ def _sweep(comp: Computation, state: PassState, marks: dict, tracker: ChangeTrac
     rules_of = RULES.get
     cone: dict[Instruction, int] = {}  # latest edit of an instruction and what it reads, this sweep
     for inst in comp.post_order():
-        latest = latest_edit_read(inst, cone, tracker)
+        latest = latest_edit_read(inst, cone, tracker)  # (for every instruction: it fills the cone)
+        mark = marks.get(inst)
+        if mark is not None and mark >= latest:
+            continue
         rules = rules_of(inst.opcode)
-        if not rules or marks.get(inst, -1) >= latest:
+        if not rules:
             continue
         if inst.parent is not comp or not _rewritable(inst, comp):
             continue
@@ -92,7 +95,8 @@ def _apply_rules(inst: Instruction, rules, comp: Computation, state: PassState) 
     for rule in rules:
         new = rule(ctx, inst)
         if new is None:
-            ctx.discard_unused()
+            if ctx.created:
+                ctx.discard_unused()
             continue
         if new is not inst:
             if not same_shape(new.shape, inst.shape):
@@ -117,7 +121,12 @@ def _rewritable(inst: Instruction, comp: Computation) -> bool:
         return False  # dead: dce removes it
     if has_side_effect(inst):
         return False
-    return not _dynamic(inst.shape) and not any(_dynamic(op.shape) for op in inst.operands)
+    if _dynamic(inst.shape):
+        return False
+    for op in inst.operands:  # (a loop rather than any(): this runs for most instructions of a sweep)
+        if _dynamic(op.shape):
+            return False
+    return True
 
 
 def _dynamic(shape) -> bool:
@@ -125,7 +134,7 @@ def _dynamic(shape) -> bool:
 
 
 def _fusion_bodies(module: Module) -> set[int]:
-    return {id(inst.attrs["calls"]) for inst in module.instructions()
+    return {id(inst.attrs["calls"]) for comp in module.computations for inst in comp.instructions
             if inst.opcode == Op.FUSION and inst.attrs.get("calls") is not None}
 
 
