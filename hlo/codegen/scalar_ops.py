@@ -22,7 +22,8 @@ from ..opcodes import BINARY_ELEMENTWISE, OPCODES, UNARY_ELEMENTWISE, Op, Result
 from ..registry import OpRegistry
 from ..shapes import PrimitiveType, real_type_of
 from . import mathlib
-from .types import F32, F64, I1, I64, compute_type, from_storage, round_to, storage_type, to_storage
+from .types import (F32, F64, I1, I64, compute_type, from_storage, round_bf16_arithmetic, round_to, storage_type,
+                    to_storage)
 
 PRED_OPS = OpRegistry("pred scalar op")
 INTEGER_OPS = OpRegistry("integer scalar op")
@@ -105,9 +106,16 @@ def emit(ctx, inst, op: Op, t: PrimitiveType, args: list):
     if handler is None:
         raise error(f"the cpu backend does not support '{op}' on {t.name}", inst.loc)
     result = handler(ctx, op, t, args)
+    if t.name == "bf16" and op in _BF16_NAN_KEEPING:
+        return round_bf16_arithmetic(ctx.b, result)
     if t.is_float and OPCODES[op].result_type is not ResultType.PRED:
         return round_to(ctx.b, result, t)   # f16/bf16 results are rounded after every op
     return result
+
+
+# One IEEE operation each: a NaN result is a quieted operand NaN or the default NaN, which
+# rounding to bf16 keeps without a NaN test (types.round_bf16_arithmetic).
+_BF16_NAN_KEEPING = frozenset({Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.DIVIDE})
 
 
 # --------------------------------------------------------------------------- pred

@@ -103,6 +103,20 @@ def f32_to_bf16(b: ir.IRBuilder, value):
     return b.trunc(b.lshr(chosen, ir.Constant(I32, 16)), I16)
 
 
+def round_bf16_arithmetic(b: ir.IRBuilder, value):
+    """round_to(value, bf16) for the result of one IEEE add/subtract/multiply/divide of bf16
+    operands, without the NaN test (5 vector instructions instead of 8). Its NaN, if any, is a
+    quieted operand NaN or the default NaN: quiet, with the low 16 bits zero as every bf16 value
+    has them, so adding at most 0x8000 neither carries into the exponent nor clears the mantissa."""
+    bits = b.bitcast(value, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+    bits16 = b.trunc(b.lshr(rounded, ir.Constant(I32, 16)), I16)
+    result = bf16_to_f32(b, bits16)
+    result.hlo_bf16_bits = bits16
+    return result
+
+
 def bf16_to_f32(b: ir.IRBuilder, bits16):
     return b.bitcast(b.shl(b.zext(bits16, I32), ir.Constant(I32, 16)), F32)
 
