@@ -106,16 +106,11 @@ def emit(ctx, inst, op: Op, t: PrimitiveType, args: list):
     if handler is None:
         raise error(f"the cpu backend does not support '{op}' on {t.name}", inst.loc)
     result = handler(ctx, op, t, args)
-    if t.name == "bf16" and op in _BF16_NAN_KEEPING:
-        return round_bf16_arithmetic(ctx.b, result)
+    if t.name == "bf16" and OPCODES[op].has(Trait.IEEE_BASIC):
+        return round_bf16_arithmetic(ctx.b, result)   # its NaN stays a NaN without the test
     if t.is_float and OPCODES[op].result_type is not ResultType.PRED:
         return round_to(ctx.b, result, t)   # f16/bf16 results are rounded after every op
     return result
-
-
-# One IEEE operation each: a NaN result is a quieted operand NaN or the default NaN, which
-# rounding to bf16 keeps without a NaN test (types.round_bf16_arithmetic).
-_BF16_NAN_KEEPING = frozenset({Op.ADD, Op.SUBTRACT, Op.MULTIPLY, Op.DIVIDE})
 
 
 # --------------------------------------------------------------------------- pred
