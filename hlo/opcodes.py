@@ -82,6 +82,7 @@ class Trait(enum.Flag):
     NO_CODE = enum.auto()              # a buffer alias, no code of its own (parameter, constant, tuple, gte)
     SIDE_EFFECT = enum.auto()          # from the table's side_effect flag: never removed, never reordered
     LITERAL_OPERAND = enum.auto()      # its parentheses hold a number or a literal, not operands
+    IEEE_BASIC = enum.auto()           # on floats one IEEE operation: a NaN result is a quieted operand NaN or the default one
 
 
 class TypeClass(enum.Flag):
@@ -488,6 +489,7 @@ _GROUPS: dict[Trait, tuple[str, ...]] = {
     Trait.EXPENSIVE: ("atan", "atan2", "power"),
     Trait.EXPENSIVE_IF_COMPLEX: ("abs", "sign", "sine", "cosine", "tan"),
     Trait.DIVISION: ("divide", "remainder"),
+    Trait.IEEE_BASIC: ("add", "subtract", "multiply", "divide"),
     # XLA:CPU's CanBeLoopFused: non-elementwise ops emitted element by element.
     Trait.LOOP_FUSIBLE: ("bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice",
                          "gather", "iota", "pad", "reduce", "reshape", "reverse", "slice", "transpose"),

@@ -45,6 +45,7 @@ KC, MC, NC = 256, 128, 2048   # the K, row and column block sizes
 MICRO_TILES = {(512, 32): (8, 2), (256, 16): (4, 3), (128, 32): (8, 3), (128, 16): (4, 3)}
 PARALLEL_FLOPS = 4e6  # below this a multiply runs on the calling thread only
 PACK_A_PANELS = 4     # A is packed when a column block has at least this many NR-wide panels
+IN_PLACE_B_TILES = 2  # a row-major B is read where it lies when C has at most this many MR-row tiles
 
 
 MAX_NR_BYTES = 64 * 2     # two 512-bit vectors: the widest micro-tile row of any target
@@ -209,7 +210,10 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
     K blocks: whole taps, as many as fit in KC, when a tap's run is shorter than KC (so the
     micro-kernel keeps its sums in registers across them); otherwise KC-long pieces of one tap.
     pack: this part's packing region (part_bytes): A's row block first, then B's column block.
-    A row block is packed when the column block has at least PACK_A_PANELS panels to reuse it."""
+    A row block is packed when the column block has at least PACK_A_PANELS panels to reuse it.
+    With at most IN_PLACE_B_TILES row tiles (an LSTM step's 4 x 64 x 256), each B panel would be
+    read once or twice after packing it: the full panels of a row-major B are read where they lie
+    (row stride ldb) and only the last, partial one is packed (zeros past the edge)."""
     fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR, I64, I64])
     fn = ir.Function(module, fty, name=f"hlo.gemm.{_suffix(t.scalar)}")
     fn.linkage = "internal"
@@ -227,6 +231,7 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
     a_bytes = _round64_value(b, b.mul(_c(t.mc * t.elem_bytes), _smin(b, b.mul(taps, run), _c(t.kc))))
     packed_a = pack
     packed_b = b.gep(pack, [a_bytes], source_etype=ir.IntType(8))
+    in_place = b.and_(b.icmp_signed("<=", m, _c(IN_PLACE_B_TILES * t.mr)), b.icmp_signed("==", bcol, _c(1)))
     with loops.range(n1, "jc", start=n0, step=t.nc) as jc:
         nc = _smin(b, _c(t.nc), b.sub(n1, jc))
         pack_a = b.icmp_signed(">=", nc, _c(PACK_A_PANELS * t.nr))
@@ -235,9 +240,17 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
             with loops.range(run, "pc", step=chunk) as pc:
                 kc = _smin(b, chunk, b.sub(run, pc))
                 depth = b.mul(ntaps, kc)
-                _pack_b(fn, b, t, packed_b, bmat, ldb, bcol, b.add(b.mul(t0, run), pc), depth, jc, nc)
+                k0 = b.add(b.mul(t0, run), pc)   # B rows k0 .. k0 + depth (whole taps, or one tap's piece)
+                whole = b.select(in_place, b.mul(b.sdiv(nc, _c(t.nr)), _c(t.nr)), _c(0))   # panels read in place
+                with _if_else(fn, b, b.icmp_signed("<", whole, nc)) as (then, otherwise):
+                    with then:   # pack what is not read in place
+                        _pack_b(fn, b, t, b.gep(packed_b, [b.mul(whole, depth)], source_etype=sc), bmat, ldb, bcol,
+                                k0, depth, b.add(jc, whole), b.sub(nc, whole))
+                    with otherwise:
+                        pass
                 accumulate = b.not_(b.and_(b.icmp_signed("==", t0, _c(0)), b.icmp_signed("==", pc, _c(0))))
                 block = _Block(fn, b, t, rows, table, taps, t0, ntaps, pc, kc, depth, m, cmat, ldc, jc, nc, accumulate)
+                block.b_in_place(whole, b.gep(bmat, [b.add(b.mul(k0, ldb), jc)], source_etype=sc), ldb)
                 with loops.range(m, "ic", step=t.mc) as ic:
                     mc = _smin(b, _c(t.mc), b.sub(m, ic))
                     with _if_else(fn, b, pack_a) as (then, otherwise):
@@ -260,20 +273,27 @@ class _Block:
         self.rows, self.table, self.taps, self.t0, self.ntaps, self.pc, self.kc = rows, table, taps, t0, ntaps, pc, kc
         self.depth, self.m, self.cmat, self.ldc, self.jc, self.nc, self.accumulate = depth, m, cmat, ldc, jc, nc, accumulate
 
+    def b_in_place(self, whole, block_b, ldb) -> None:
+        """Panels before column `whole` of this block are read from block_b (B's block, row stride ldb)."""
+        self.whole, self.block_b, self.ldb = whole, block_b, ldb
+
     def tiles(self, packed_b, ic, mc, kernel_and_args) -> None:
-        """For every NR-wide panel, every MR-row tile: kernel(*args, panel, C tile, ...)."""
+        """For every NR-wide panel, every MR-row tile: kernel(*args, panel, C tile, ..., ldp)."""
         b, t = self.b, self.t
         loops = _Loops(self.fn, b)
         with loops.range(self.nc, "jr", step=t.nr) as jr:
             nv = _smin(b, _c(t.nr), b.sub(self.nc, jr))
-            panel = b.gep(packed_b, [b.mul(jr, self.depth)], inbounds=True, source_etype=t.scalar)
+            in_place = b.icmp_signed("<", jr, self.whole)
+            panel = b.select(in_place, b.gep(self.block_b, [jr], source_etype=t.scalar),
+                             b.gep(packed_b, [b.mul(jr, self.depth)], inbounds=True, source_etype=t.scalar))
+            ldp = b.select(in_place, self.ldb, _c(t.nr))
             with loops.range(mc, "ir", step=t.mr) as ir_:
                 row0 = b.add(ic, ir_)
                 mv = _smin(b, _c(t.mr), b.sub(mc, ir_))
                 c = b.gep(self.cmat, [b.add(b.mul(row0, self.ldc), b.add(self.jc, jr))], inbounds=True,
                           source_etype=t.scalar)
                 kernel, args = kernel_and_args(row0, ir_)
-                b.call(kernel, args + [panel, c, self.ldc, mv, nv, self.accumulate])
+                b.call(kernel, args + [panel, c, self.ldc, mv, nv, self.accumulate, ldp])
 
     def fill_rows(self, row0):
         """rows[u * MR + i] = table[(row0 + i) * taps + t0 + u] + pc (rows past the end repeat the

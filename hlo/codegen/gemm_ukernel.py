@@ -127,7 +127,7 @@ def _k_loop(fn, b: ir.IRBuilder, t: Tiling, count, start_accs, a_element, b_row)
     _add_incoming(accs, start_accs, before)
     row = b_row(k)
     bv = [b.load(b.gep(row, [c64(j * t.vec)], inbounds=True, source_etype=t.scalar), typ=vty,
-                 align=t.elem_bytes * t.vec) for j in range(t.nvec)]
+                 align=t.elem_bytes) for j in range(t.nvec)]   # B in place (ldp = ldb) need not be aligned
     new = []
     for i in range(t.mr):
         a_i = splat(b, vty, b.load(a_element(k, i), typ=t.scalar))
@@ -141,9 +141,10 @@ def _k_loop(fn, b: ir.IRBuilder, t: Tiling, count, start_accs, a_element, b_row)
 
 
 def _new_kernel(module: ir.Module, t: Tiling, name: str, counts: int) -> ir.Function:
-    """A kernel taking `counts` i64 loop counts, then (A, packed B, C, ldc, m_valid, n_valid,
-    accumulate); A, B and C do not alias."""
-    fty = ir.FunctionType(VOID, [I64] * counts + [PTR, PTR, PTR, I64, I64, I64, I1])
+    """A kernel taking `counts` i64 loop counts, then (A, B panel, C, ldc, m_valid, n_valid,
+    accumulate, ldp); A, B and C do not alias. Row k of the B panel is at panel + k * ldp: NR for
+    a packed panel, ldb for NR columns of a row-major B read where it lies."""
+    fty = ir.FunctionType(VOID, [I64] * counts + [PTR, PTR, PTR, I64, I64, I64, I1, I64])
     fn = ir.Function(module, fty, name=f"{name}.{t.suffix}")
     fn.linkage = "internal"
     for arg in fn.args[counts:counts + 3]:
@@ -152,12 +153,12 @@ def _new_kernel(module: ir.Module, t: Tiling, name: str, counts: int) -> ir.Func
 
 
 def emit_rows_kernel(module: ir.Module, t: Tiling) -> ir.Function:
-    """ukernel(ntaps, kc, rows, packed_b, c, ldc, m_valid, n_valid, accumulate):
+    """ukernel(ntaps, kc, rows, panel, c, ldc, m_valid, n_valid, accumulate, ldp):
     C[0:m_valid, 0:n_valid] (+)= sum over taps u < ntaps and k < kc of
-    rows[u * MR + i][k] * packed_b[(u * kc + k) * NR + j]: the accumulators stay in
+    rows[u * MR + i][k] * panel[(u * kc + k) * ldp + j]: the accumulators stay in
     registers across taps (a convolution's window positions), C is updated once."""
     fn = _new_kernel(module, t, "hlo.gemm_ukernel", 2)
-    ntaps, kc, rows, pb, c, ldc, mv, nv, accumulate = fn.args
+    ntaps, kc, rows, pb, c, ldc, mv, nv, accumulate, ldp = fn.args
     entry, tap_loop, tap_end = (fn.append_basic_block(n) for n in ("entry", "tap", "tap_end"))
     b = ir.IRBuilder(entry)
     vty = ir.VectorType(t.scalar, t.vec)
@@ -171,10 +172,10 @@ def emit_rows_kernel(module: ir.Module, t: Tiling) -> ir.Function:
     _add_incoming(outer, [[zero] * t.nvec] * t.mr, entry)
     first_row = b.mul(u, c64(t.mr))
     a_ptrs = [b.load(b.gep(rows, [b.add(first_row, c64(i))], source_etype=PTR), typ=PTR) for i in range(t.mr)]
-    panel = b.gep(pb, [b.mul(b.mul(u, kc), c64(t.nr))], inbounds=True, source_etype=t.scalar)
+    panel = b.gep(pb, [b.mul(b.mul(u, kc), ldp)], inbounds=True, source_etype=t.scalar)
     new = _k_loop(fn, b, t, kc, outer,
                   lambda k, i: b.gep(a_ptrs[i], [k], inbounds=True, source_etype=t.scalar),
-                  lambda k: b.gep(panel, [b.mul(k, c64(t.nr))], inbounds=True, source_etype=t.scalar))
+                  lambda k: b.gep(panel, [b.mul(k, ldp)], inbounds=True, source_etype=t.scalar))
     b.branch(tap_end)
 
     b.position_at_end(tap_end)
@@ -190,17 +191,17 @@ def emit_rows_kernel(module: ir.Module, t: Tiling) -> ir.Function:
 
 
 def emit_packed_kernel(module: ir.Module, t: Tiling) -> ir.Function:
-    """ukernel_packed(depth, packed_a, packed_b, c, ldc, m_valid, n_valid, accumulate):
-    C[0:m_valid, 0:n_valid] (+)= sum over k < depth of packed_a[k * MR + i] * packed_b[k * NR + j]."""
+    """ukernel_packed(depth, packed_a, panel, c, ldc, m_valid, n_valid, accumulate, ldp):
+    C[0:m_valid, 0:n_valid] (+)= sum over k < depth of packed_a[k * MR + i] * panel[k * ldp + j]."""
     fn = _new_kernel(module, t, "hlo.gemm_ukernel_packed", 1)
-    depth, pa, pb, c, ldc, mv, nv, accumulate = fn.args
+    depth, pa, pb, c, ldc, mv, nv, accumulate, ldp = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     vty = ir.VectorType(t.scalar, t.vec)
     zero = ir.Constant(vty, [ir.Constant(t.scalar, 0.0)] * t.vec)
     prefetch_tile(b, t, c, ldc)
     new = _k_loop(fn, b, t, depth, [[zero] * t.nvec] * t.mr,
                   lambda k, i: b.gep(pa, [b.add(b.mul(k, c64(t.mr)), c64(i))], inbounds=True, source_etype=t.scalar),
-                  lambda k: b.gep(pb, [b.mul(k, c64(t.nr))], inbounds=True, source_etype=t.scalar))
+                  lambda k: b.gep(pb, [b.mul(k, ldp)], inbounds=True, source_etype=t.scalar))
     store_tile(fn, b, t, new, c, ldc, mv, nv, accumulate)
     b.ret_void()
     return fn

@@ -22,7 +22,8 @@ from ..opcodes import BINARY_ELEMENTWISE, OPCODES, UNARY_ELEMENTWISE, Op, Result
 from ..registry import OpRegistry
 from ..shapes import PrimitiveType, real_type_of
 from . import mathlib
-from .types import F32, F64, I1, I64, compute_type, from_storage, round_to, storage_type, to_storage
+from .types import (F32, F64, I1, I64, compute_type, from_storage, round_bf16_arithmetic, round_to, storage_type,
+                    to_storage)
 
 PRED_OPS = OpRegistry("pred scalar op")
 INTEGER_OPS = OpRegistry("integer scalar op")
@@ -105,6 +106,8 @@ def emit(ctx, inst, op: Op, t: PrimitiveType, args: list):
     if handler is None:
         raise error(f"the cpu backend does not support '{op}' on {t.name}", inst.loc)
     result = handler(ctx, op, t, args)
+    if t.name == "bf16" and OPCODES[op].has(Trait.IEEE_BASIC):
+        return round_bf16_arithmetic(ctx.b, result)   # its NaN stays a NaN without the test
     if t.is_float and OPCODES[op].result_type is not ResultType.PRED:
         return round_to(ctx.b, result, t)   # f16/bf16 results are rounded after every op
     return result

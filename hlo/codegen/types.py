@@ -95,12 +95,28 @@ def f32_to_bf16(b: ir.IRBuilder, value):
     if known is not None:
         return known
     bits = b.bitcast(value, I32)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-    rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+    rounded = _nearest_even_bf16(b, bits)
     nan = b.fcmp_unordered("uno", value, value)
     quiet = b.or_(bits, ir.Constant(I32, 0x00400000))
     chosen = b.select(nan, quiet, rounded)
     return b.trunc(b.lshr(chosen, ir.Constant(I32, 16)), I16)
+
+
+def _nearest_even_bf16(b: ir.IRBuilder, bits):
+    """f32 bits plus 0x7FFF and the last kept bit: the top 16 bits are then rounded to nearest even."""
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    return b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb))
+
+
+def round_bf16_arithmetic(b: ir.IRBuilder, value):
+    """round_to(value, bf16) for the result of one IEEE add/subtract/multiply/divide of bf16
+    operands, without the NaN test (5 vector instructions instead of 8). Its NaN, if any, is a
+    quieted operand NaN or the default NaN: quiet, with the low 16 bits zero as every bf16 value
+    has them, so adding at most 0x8000 neither carries into the exponent nor clears the mantissa."""
+    bits16 = b.trunc(b.lshr(_nearest_even_bf16(b, b.bitcast(value, I32)), ir.Constant(I32, 16)), I16)
+    result = bf16_to_f32(b, bits16)
+    result.hlo_bf16_bits = bits16
+    return result
 
 
 def bf16_to_f32(b: ir.IRBuilder, bits16):

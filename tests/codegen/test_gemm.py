@@ -205,6 +205,30 @@ def test_small_products_keep_the_elemental_loops():
     assert not uses_gemm(dot_module(1, 300, 300))   # a matrix-vector product
 
 
+@pytest.mark.parametrize("m,k,n", [(4, 64, 256), (4, 64, 250), (7, 600, 100), (16, 64, 37), (5, 900, 8)])
+def test_few_rows_read_b_where_it_lies(m, k, n):
+    """At most IN_PLACE_B_TILES row tiles: B's full panels are read in place (row stride n, not
+    vector-aligned for odd n), the last partial one packed; K in several blocks (600, 900)."""
+    text = dot_module(m, k, n)
+    assert uses_gemm(text)
+    check(text, rand(np.float32, m, k), rand(np.float32, k, n, seed=1), rtol=1e-4, atol=1e-4)
+    batched = f"""HloModule m
+ENTRY e {{
+  a = f32[3,{m},{k}] parameter(0)
+  b = f32[3,{k},{n}] parameter(1)
+  ROOT d = f32[3,{m},{n}] dot(a, b), lhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_batch_dims={{0}}, rhs_contracting_dims={{1}}
+}}
+"""
+    check(batched, rand(np.float32, 3, m, k), rand(np.float32, 3, k, n, seed=1), rtol=1e-4, atol=1e-4)
+
+
+def test_small_convolution_reads_its_kernel_where_it_lies():
+    """A convolution with a few output pixels: taps x input features rows of the kernel in place."""
+    text = conv_module(1, 3, 3, 20, 3, 3, 50, "size=3x3 pad=1_1x1_1", out_hw=(3, 3))
+    assert uses_gemm(text)
+    check(text, rand(np.float32, 1, 3, 3, 20), rand(np.float32, 3, 3, 20, 50, seed=1), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_threads_give_identical_results(threads):
     text = dot_module(200, 300, 260)

@@ -182,6 +182,24 @@ def test_tanh_saturates_exactly(kernels, dtype):
     assert np.all(kernels("tanh", dtype, x) == 1) and np.all(kernels("tanh", dtype, -x) == -1)
 
 
+@pytest.mark.slow
+def test_tanh_f32_exhaustive():
+    """Every f32 in [0, 12) within the documented bound (tanh is odd by its sign bit:
+    test_symmetries_are_exact_f32), every 4099th bit pattern from 12 to inf exactly 1, and NaN
+    for NaN bit patterns (about a minute)."""
+    kernels = measurement.MathKernels([("tanh", "float32")])
+    bound = mathlib.ACCURACY[("tanh", "float32")].max_ulp
+    end = int(np.float32(12.0).view(np.uint32))
+    for start in range(0, end, 1 << 24):
+        x = np.arange(start, min(start + (1 << 24), end), dtype=np.uint32).view(np.float32)
+        err = measurement.ulp_errors(kernels("tanh", "float32", x), np.tanh(x.astype(np.float64)), "float32")
+        assert err.max() <= bound, f"tanh f32: {err.max():.3f} ulp > {bound} at {x[np.argmax(err)]!r}"
+    beyond = np.arange(end, 0x7F800001, 4099, dtype=np.uint32).view(np.float32)
+    assert np.all(kernels("tanh", "float32", beyond) == 1)
+    nans = np.array([0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0xFF800001, 0xFFC00000], dtype=np.uint32)
+    assert np.isnan(kernels("tanh", "float32", nans.view(np.float32))).all()
+
+
 # --------------------------------------------------------------------------- pow (C99 Annex F)
 
 def _pow_cases(dtype):
