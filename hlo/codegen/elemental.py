@@ -550,7 +550,12 @@ def reduce_window(elem, inst, index):
     slots = [ctx.alloca(compute_type(o.shape.element_type), "acc") for o in operands]
     for slot, init in zip(slots, inits):
         b.store(elem.value(init, ()), slot)
-    with ctx.loop_nest([wd.size for wd in window.dims]) as w:
+    # A window along the contiguous dimension keeps its loops: unrolled, they left the output loop
+    # innermost, which LLVM then vectorised with gathers (a row sum as tree-reduction-rewriter writes
+    # it ran at half the speed). Windows across it (pooling) unroll: the output loop reads in order.
+    along_minor = shape.rank > 0 and window.dims[shape.minor_to_major()[0]].size > 1
+    rolled = (lambda: index_digits.no_unroll(ctx.module)) if along_minor else None
+    with ctx.loop_nest([wd.size for wd in window.dims], loop_id=rolled) as w:
         inside = ir.Constant(I1, 1)
         src = []
         for d, (o, k, wd) in enumerate(zip(index, w, window.dims)):
@@ -560,7 +565,12 @@ def reduce_window(elem, inst, index):
         with ctx.if_then(inside, "window"):
             current = [b.load(slot) for slot in slots]
             values = [elem.value(o, tuple(src)) for o in operands]
-            for slot, v in zip(slots, elem.call_scalar(inst.attrs["to_apply"], current + values)):
+            ctx.reassociate += 1   # as reduce's: the window's sum may be kept in several (vector) partial sums
+            try:
+                combined = elem.call_scalar(inst.attrs["to_apply"], current + values)
+            finally:
+                ctx.reassociate -= 1
+            for slot, v in zip(slots, combined):
                 b.store(v, slot)
     results = [b.load(slot) for slot in slots]
     return results if inst.shape.is_tuple else results[0]

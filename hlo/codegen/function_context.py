@@ -84,13 +84,16 @@ class FunctionContext:
         self.b.position_at_end(header)
         return header, body, done
 
-    def _close_loop(self, header, done) -> None:
-        self.b.branch(header)
+    def _close_loop(self, header, done, loop_id=None) -> None:
+        back_edge = self.b.branch(header)
+        if loop_id is not None:
+            back_edge.set_metadata("llvm.loop", loop_id)
         self.b.position_at_end(done)
 
     @contextmanager
-    def loop(self, count, name: str = "i", start=None, step: int = 1):
-        """for (i = start; i < count; i += step): yields i (i64) inside the body."""
+    def loop(self, count, name: str = "i", start=None, step: int = 1, loop_id=None):
+        """for (i = start; i < count; i += step): yields i (i64) inside the body; loop_id: metadata
+        for the loop's back edge (e.g. do not unroll)."""
         b = self.b
         count = count if isinstance(count, ir.Value) else const64(count)
         start = const64(0) if start is None else (start if isinstance(start, ir.Value) else const64(start))
@@ -103,7 +106,7 @@ class FunctionContext:
         with self.scope():
             yield index
         index.add_incoming(b.add(index, const64(step), flags=["nsw"]), b.block)
-        self._close_loop(header, done)
+        self._close_loop(header, done, loop_id)
 
     @contextmanager
     def while_loop(self, condition: Callable[[], ir.Value], name: str = "while"):
@@ -126,21 +129,22 @@ class FunctionContext:
         b.branch(done)
         b.position_at_end(done)
 
-    def loop_nest(self, dims, order=None):
-        """Nested loops over dims (outermost first in `order`, default 0..n-1); a context manager."""
-        return _LoopNest(self, dims, order)
+    def loop_nest(self, dims, order=None, loop_id=None):
+        """Nested loops over dims (outermost first in `order`, default 0..n-1); a context manager.
+        loop_id(): metadata for each loop's back edge, when given."""
+        return _LoopNest(self, dims, order, loop_id)
 
 
 class _LoopNest:
-    def __init__(self, ctx: FunctionContext, dims, order):
-        self.ctx, self.dims = ctx, list(dims)
+    def __init__(self, ctx: FunctionContext, dims, order, loop_id=None):
+        self.ctx, self.dims, self.loop_id = ctx, list(dims), loop_id
         self.order = list(order) if order is not None else list(range(len(self.dims)))
         self.stack = []
 
     def __enter__(self):
         index = [const64(0)] * len(self.dims)
         for d in self.order:
-            cm = self.ctx.loop(self.dims[d], name=f"d{d}")
+            cm = self.ctx.loop(self.dims[d], name=f"d{d}", loop_id=self.loop_id() if self.loop_id else None)
             index[d] = cm.__enter__()
             self.stack.append(cm)
         return tuple(index)

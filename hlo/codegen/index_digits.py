@@ -149,10 +149,10 @@ class _Latch:
     def mark(self) -> None:
         branch = self.block.terminator if self.block is not None else None
         if branch is not None:
-            branch.set_metadata("llvm.loop", _no_unroll(self.b.module))
+            branch.set_metadata("llvm.loop", no_unroll(self.b.module))
 
 
-def _no_unroll(module: ir.Module):
+def no_unroll(module: ir.Module):
     """A new loop id (loop ids refer to themselves) saying: do not unroll."""
     count = getattr(module, "_hlo_rolled_loops", 0) + 1
     module._hlo_rolled_loops = count

@@ -1,11 +1,15 @@
 """Fused reductions accumulated into scratch in their operand's memory order (fused_reductions.py):
 the compiled result equals the interpreter's (the same order of combination), and the path is
 taken where it should be and only there."""
+import platform
+import re
+
 import numpy as np
 import pytest
 
 from hlo import parse_module
-from hlo.codegen import CodegenOptions, JitExecutable
+from hlo.codegen import CodegenOptions, JitExecutable, compile_assembly
+from hlo.codegen.lowering import lower_module, prepare
 from hlo.codegen.fused_buffers import materialized
 from hlo.codegen.fused_reductions import accumulable, memory_order
 from hlo.interpreter import run
@@ -154,3 +158,33 @@ def test_memory_order_looks_at_each_instruction_of_a_shared_graph_once():
             "  ROOT %f = f32[4,8]{1,0} fusion(%p), kind=kLoop, calls=%fused\n}\n")
     root = parse_module(text, "t.hlo").entry.root.attrs["calls"].root
     assert memory_order(root) is None
+
+
+ROW_SUM = """HloModule rowsum
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY e {
+  %m = f32[256,1024] parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[256] reduce(%m, %z), dimensions={1}, to_apply=%add
+}
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
+@pytest.mark.parametrize("features", [None, "-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd"])
+def test_a_row_sum_cut_into_windows_reads_its_rows_in_order(features):
+    """tree-reduction-rewriter makes a row sum a reduce-window along the contiguous dimension and a
+    reduce: the window's loop stays a loop that reads the row in order (vectorised along it), not
+    one unrolled under an output loop vectorised with gathers at the window's stride."""
+    options = CodegenOptions(features=features)
+    module = parse_module(ROW_SUM, "rowsum.hlo")
+    assert any(i.opcode == Op.REDUCE_WINDOW for c in prepare(module, options).computations for i in c.instructions)
+    asm = compile_assembly(lower_module(module, options), options)
+    assert "gather" not in asm and re.search(r"\bvaddps\s+\(", asm)   # vector adds straight from memory
+    m = np.random.default_rng(3).standard_normal((256, 1024)).astype(np.float32)
+    got = JitExecutable(module, options).run(m)[0]
+    np.testing.assert_allclose(got, m.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
