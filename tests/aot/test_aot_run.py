@@ -89,3 +89,42 @@ def test_a_failing_driver_is_an_internal_error_with_its_status(module_file, monk
     result = run([module_file, "--random-inputs", "--backend", "aot"])
     assert result.exit_code == 70
     assert "internal error" in result.output and "running the AOT object failed (signal 6)" in result.output
+
+
+# One object calling LAPACK (a Cholesky factorisation) and computing FFTs (a real transform and its
+# inverse): the driver links the library the header names and nothing else.
+LAPACK_AND_FFT = """HloModule lapack_fft
+ENTRY e {
+  a = f32[4,4] parameter(0)
+  x = f32[3,8] parameter(1)
+  at = f32[4,4] transpose(a), dimensions={1,0}
+  s = f32[4,4] dot(a, at), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  eye = f32[4,4] constant({{4,0,0,0},{0,4,0,0},{0,0,4,0},{0,0,0,4}})
+  spd = f32[4,4] add(s, eye)
+  chol = (f32[4,4]{0,1}, s32[]) custom-call(spd), custom_call_target="lapack_spotrf_ffi", operand_layout_constraints={f32[4,4]{0,1}}, output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={uplo = 76 : ui8}
+  l = f32[4,4]{0,1} get-tuple-element(chol), index=0
+  spectrum = c64[3,5] fft(x), fft_type=RFFT, fft_length={8}
+  back = f32[3,8] fft(spectrum), fft_type=IRFFT, fft_length={8}
+  ROOT r = (f32[4,4]{0,1}, c64[3,5], f32[3,8]) tuple(l, spectrum, back)
+}
+"""
+
+
+def test_one_object_using_lapack_and_fft_runs_in_its_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "lf.hlo"
+    path.write_text(LAPACK_AND_FFT)
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "in.npz", arg0=rng.standard_normal((4, 4)).astype(np.float32),
+             arg1=rng.standard_normal((3, 8)).astype(np.float32))
+    got = {}
+    for backend in ("aot", "interpreter"):
+        out = tmp_path / f"{backend}.npz"
+        result = run([path, "--inputs", tmp_path / "in.npz", "--backend", backend, "-o", out, "--no-print"])
+        assert result.exit_code == 0, result.output
+        got[backend] = dict(np.load(out))
+    lower = np.tril(got["aot"]["out0"])       # potrf leaves the upper triangle as it was
+    np.testing.assert_allclose(lower, np.tril(got["interpreter"]["out0"]), rtol=1e-5, atol=1e-5)
+    for key in ("out1", "out2"):
+        np.testing.assert_allclose(got["aot"][key], got["interpreter"][key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["aot"]["out2"], np.load(tmp_path / "in.npz")["arg1"], rtol=1e-5, atol=1e-5)
