@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from .function_context import new_loop_id
 from .types import F32, I32, I64, PTR
 
 VOID = ir.VoidType()
@@ -379,20 +380,9 @@ def vloop(b: ir.IRBuilder, count, lanes: int, body, name: str = "q") -> None:
     q.add_incoming(following, b.block)
     branch = b.cbranch(b.icmp_signed("==", q, last), done, head)
     if lanes == 1:
-        branch.set_metadata("llvm.loop", _no_vectorize(b.module))
+        # a scalar run loop, too short to gain from vectorising
+        branch.set_metadata("llvm.loop", new_loop_id(b.module, "llvm.loop.vectorize.enable", False))
     b.position_at_end(done)
-
-
-def _no_vectorize(module: ir.Module):
-    """A new loop id saying: do not vectorise (a scalar run loop, too short to gain)."""
-    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                   ir.Constant(ir.IntType(1), 0)])
-    count = getattr(module, "_hlo_fft_loops", 0) + 1
-    module._hlo_fft_loops = count
-    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.fft.loop.{count}")])
-    loop_id = module.add_metadata([disable, tag])
-    loop_id.operands = (loop_id,) + tuple(loop_id.operands)   # loop ids refer to themselves
-    return loop_id
 
 
 def _function(module: ir.Module, name: str, args: list) -> tuple[ir.Function, ir.IRBuilder, bool]:

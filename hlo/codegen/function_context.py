@@ -7,7 +7,7 @@ computation pushes one (`scope()`).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable
+from typing import Callable, Optional
 
 from llvmlite import ir
 
@@ -29,6 +29,20 @@ def row_major_offset(b: ir.IRBuilder, index, sizes) -> ir.Value:
     for i, size in zip(index, sizes):
         linear = b.add(b.mul(linear, const64(size)), i)
     return linear
+
+
+def new_loop_id(module: ir.Module, hint: str, value: Optional[bool] = None):
+    """A new loop id (metadata for a loop's back edge; loop ids refer to themselves) carrying one
+    hint, e.g. llvm.loop.unroll.disable, or llvm.loop.vectorize.enable with True or False."""
+    count = getattr(module, "_hlo_loop_ids", 0) + 1
+    module._hlo_loop_ids = count
+    operands = [ir.MetaDataString(module, hint)]
+    if value is not None:
+        operands.append(ir.Constant(ir.IntType(1), int(value)))
+    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.loop.{count}")])   # keeps each id distinct
+    loop = module.add_metadata([module.add_metadata(operands), tag])
+    loop.operands = (loop,) + tuple(loop.operands)
+    return loop
 
 
 class FunctionContext:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import float_mode
+from .function_context import new_loop_id
 from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel, masked_load, splat
 from .target import RegisterFile
 from .types import F32, I32, I64, PTR
@@ -181,19 +182,9 @@ class _Range:
         self.index.add_incoming(b.add(self.index, step, flags=["nsw"]), b.block)
         back_edge = b.branch(self.header)
         if self.vectorize:
-            back_edge.set_metadata("llvm.loop", _vectorized_loop(b.module, self.name))
+            back_edge.set_metadata("llvm.loop", new_loop_id(b.module, "llvm.loop.vectorize.enable", True))
         b.position_at_end(self.done)
         return False
-
-
-def _vectorized_loop(module: ir.Module, name: str):
-    """A new loop id asking LLVM to vectorise this loop (loop ids refer to themselves)."""
-    enable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                  ir.Constant(ir.IntType(1), 1)])
-    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.gemm.loop.{name}.{len(module.metadata)}")])
-    loop_id = module.add_metadata([enable, tag])
-    loop_id.operands = (loop_id,) + tuple(loop_id.operands)
-    return loop_id
 
 
 def _ceil_div(b, x, y):

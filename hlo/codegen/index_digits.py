@@ -28,7 +28,7 @@ from llvmlite import ir
 from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import Shape
-from .function_context import const64, major_to_minor
+from .function_context import const64, major_to_minor, new_loop_id
 
 I64 = ir.IntType(64)
 MAX_VISITS = 4000         # bounds the analysis on very large fusions
@@ -153,14 +153,8 @@ class _Latch:
 
 
 def no_unroll(module: ir.Module):
-    """A new loop id (loop ids refer to themselves) saying: do not unroll."""
-    count = getattr(module, "_hlo_rolled_loops", 0) + 1
-    module._hlo_rolled_loops = count
-    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
-    tag = module.add_metadata([ir.MetaDataString(module, f"hlo.loop.{count}")])
-    loop_id = module.add_metadata([disable, tag])
-    loop_id.operands = (loop_id,) + tuple(loop_id.operands)
-    return loop_id
+    """A new loop id saying: do not unroll."""
+    return new_loop_id(module, "llvm.loop.unroll.disable")
 
 
 # --------------------------------------------------------------------------- the analysis
