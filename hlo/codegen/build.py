@@ -8,7 +8,7 @@ Every part (the driver and each kernel) is looked up in the object cache by its 
 first; the missing ones are compiled, in parallel when there are enough of them
 (compile_pool.py), and stored. The JIT loads the parts' objects into one execution
 engine. AOT output must be one object file: its parts are optimised the same way (cached
-as bitcode), linked into one module, every function but the entry made internal, and that
+as bitcode), linked with the runtime library's bitcode (runtime_library.py) into one module, every function but the entry made internal, and that
 module is compiled to one object.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .compile_pool import compile_parts
 from .compile_report import CompileStats, ProgressBar
 from .object_cache import ObjectCache, part_key
 from .options import CodegenOptions, LoweredModule, link_parts
+from .runtime_library import runtime_code
 from .target import OutputKind, resolved_target, target_machine
 
 
@@ -52,10 +53,11 @@ def linked_module(lowered: LoweredModule, options: CodegenOptions, stats: Option
     """The optimised parts linked into one module; only the entry function and the thread
     hooks stay visible to other objects."""
     bitcode = part_objects(lowered, options, stats, progress, kind=OutputKind.BITCODE, jit=False)
-    linked = link_parts([bitcode[p.name] for p in lowered.parts])
+    runtime = [runtime_code(options, OutputKind.BITCODE, False, stats)] if lowered.runtime else []
+    linked = link_parts([bitcode[p.name] for p in lowered.parts] + runtime)
     for function in linked.functions:
         if function.name != lowered.entry_name and not function.is_declaration:
-            function.linkage = "internal"   # kernels and the gemm library: private to the object
+            function.linkage = "internal"   # kernels and the runtime library: private to the object
     linked.triple = resolved_target(options)[0]
     return linked
 

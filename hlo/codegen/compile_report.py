@@ -20,7 +20,8 @@ from typing import Optional, TextIO
 
 # "llvm" is the wall time of compiling the parts (in parallel: one figure for both steps);
 # "optimisation" and "machine code" are their CPU seconds summed over the processes.
-PHASES = ("pipeline", "lowering", "llvm", "optimisation", "machine code", "loading")
+# "runtime library" is the one-time build of runtime_library.py on a machine (not per module).
+PHASES = ("pipeline", "lowering", "llvm", "optimisation", "machine code", "runtime library", "loading")
 
 
 @dataclass

@@ -13,7 +13,6 @@ to the loops that matter; identical kernels are one function.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Callable, Optional
 
 from llvmlite import ir
@@ -27,7 +26,7 @@ from .elemental import ElementalEmitter
 from .emitters import EMITTERS
 from .function_context import FunctionContext, const64
 from . import float_mode
-from .gemm import GemmLibrary
+from .gemm import GemmCalls, entry_threads
 from .kernel_function import KernelFunction, instruction_work, is_windowed, uses_gemm
 from .kernel_signature import buffer_roles, kernel_signature
 from .kernels import Lowering, emit_instruction
@@ -42,11 +41,10 @@ INLINE_WORK = 64          # element operations: at most this much is emitted inl
 SCALAR_WORK = 1 << 10     # below this much work a kernel's loops stay scalar (O1 without vectorising)
 VECTOR_WORK = 1 << 14     # from this much a kernel gets O2 (below: O1 with vectorisation)
 HEAVY_WORK = 1 << 16      # and from this much a windowed loop nest gets O3
-LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels and the gemm library
+LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels
 DRIVER_OPT_LEVEL = 0      # the driver's (see lower())
 CALLS_PER_BLOCK = 64      # a straight run of kernel calls is cut into basic blocks of this many
 LOOP_WEIGHT = 16          # an instruction in a while loop's body counts as running this many times
-LIBRARY_PREFIX = "hlo.lib."
 
 
 def kernel_opt_level(work: int, gemm: bool, requested: int, windowed: bool = False) -> int:
@@ -74,7 +72,8 @@ class DriverLowering(Lowering):
 
     def __init__(self, module: Module, assignment: Assignment, name: str,
                  target: RegisterFile = RegisterFile(128, 16), opt_level: int = 3,
-                 flush_denormals: bool = False, profile: bool = False, debug_values: bool = False):
+                 flush_denormals: bool = False, profile: bool = False, debug_values: bool = False,
+                 runtime_tag: str = ""):
         self.module = module
         self.a = assignment
         self.name = name
@@ -90,15 +89,15 @@ class DriverLowering(Lowering):
         self.ctx = FunctionContext(self.llmod, self.fn)
         self.elem = ElementalEmitter(self.ctx, self.buffer_of)
         self.pointers: dict[int, tuple] = {}
-        # Defines NAME_num_threads and NAME_parallel_for, which kernels with multiplies read.
-        self._contractions = ContractionEmitter(self, GemmLibrary(self.llmod, name, target, flush_denormals))
+        self.runtime_tag = runtime_tag   # the runtime library's build (runtime_library.py)
+        entry_threads(self.llmod, name, define=True)   # which kernels with multiplies read
+        self._contractions = ContractionEmitter(self, self.gemm_calls(self.llmod))
         self.profiler = profiler_for(self, module, profile)
         self.debug = debug_values_for(self, module, debug_values)
         self.kernels: dict[str, Part] = {}
         self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
         self._computation_signatures: dict = {}
-        self._library = None          # the gemm library: one part for every kernel that multiplies
-        self._library_exports: set[str] = set()
+        self.runtime_calls: set[str] = set()   # the runtime library's functions the code calls
         self.inline = 0
         self.calls = 0
         self.loop_depth = 0           # while loops around the instruction being emitted
@@ -138,32 +137,17 @@ class DriverLowering(Lowering):
         # on one large O1 function grows faster than linearly (17.5 s for the driver of a 30,000-
         # instruction module; 0.6 s at O0), and the models ran as fast with an O0 driver.
         driver = Part(self.name, str(self.llmod), DRIVER_OPT_LEVEL, vectorize=False)
-        return [driver, *self.kernels.values(), *self._library_part()]
+        self.runtime_calls |= self._contractions.gemm.called
+        return [driver, *self.kernels.values()]
 
     def return_early(self) -> None:
         """Return from the entry function here, the caller's float mode restored."""
         float_mode.leave(self.b, self._saved_float_mode)
         self.b.ret_void()
 
-    def shared_gemm(self) -> GemmLibrary:
-        """The gemm library kernels call, in a module of its own (compiled once)."""
-        if self._library is None:
-            self._library = GemmLibrary(ir.Module(name="gemm"), self.name, self.target, self.flush_denormals)
-            for defined_by_driver in (self._library.threads, self._library.hook):
-                defined_by_driver.initializer = None
-        return self._library
-
-    def _library_part(self) -> list[Part]:
-        if not self._library_exports:   # no kernel multiplies through it
-            return []
-        for name in self._library_exports:
-            self._library.module.globals[name].linkage = ""   # called from the kernels' modules
-        text = str(self._library.module)
-        # O1: its inner loops are explicit vector code; O2 took 1.5x and O3 2.3x the time for the
-        # same speed (f32 squares of 128 to 1024, and 16 x 1024 x 1024). Only the loops gemm.py
-        # marks are vectorised (see _Range).
-        return [Part(LIBRARY_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24], text,
-                     min(self.opt_level, LIGHT_OPT_LEVEL), vectorize=False)]
+    def gemm_calls(self, llmod: ir.Module) -> GemmCalls:
+        """How the module llmod (the driver's, or a kernel's) calls the runtime library's multiply."""
+        return GemmCalls(llmod, self.name, self.target, self.runtime_tag, self.flush_denormals)
 
     def emit(self, inst: Instruction) -> None:
         with self.profiler.around(inst), self.debug.around(inst):
@@ -219,11 +203,11 @@ class DriverLowering(Lowering):
                     gemm: bool, windowed: bool = False) -> tuple[Part, list[Buffer]]:
         """Emit a kernel with body(kernel) and call it here (one function for identical kernels);
         its part and its arguments' buffers."""
-        kernel = KernelFunction(self.module, self.a, self.shared_gemm)
+        kernel = KernelFunction(self.module, self.a, self.gemm_calls)
         body(kernel)
         code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work,
                              kernel_vectorized(work, gemm))
-        self._library_exports.update(kernel.imports)
+        self.runtime_calls.update(kernel.imports)
         known = self.kernels.setdefault(code.name, code)
         _strengthen(known, code.opt_level, code.vectorize)
         self._call(known, kernel.buffers)

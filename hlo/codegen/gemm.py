@@ -18,11 +18,16 @@ column block has enough panels to reuse them (else read in place through the tab
 MR x NR micro-tiles (gemm_ukernel.py). MR and NR follow the target's vector registers
 (MICRO_TILES): 8 x 32 f32 on AVX-512, 4 x 24 on AVX2, 8 x 12 on NEON.
 
-Threads: `gemm_parallel` splits the columns of C into as many parts as the module's
-`<entry>_num_threads` global says (1 unless the caller sets it), and runs them through
-the `<entry>_parallel_for` hook (NULL: run serially). The JIT points the hook at a
-pthread-based runner (parallel.py); an AOT user may set it to a thread pool's
-parallel-for (docs/AOT.md). Each part packs A and B into its own region of the scratch.
+Threads: `gemm_parallel` splits the columns of C into as many parts as the caller's thread
+count says (the `<entry>_num_threads` global a kernel reads: 1 unless the caller sets it),
+and runs them through the `<entry>_parallel_for` hook it is given (NULL: run serially). The
+JIT points the hook at a pthread-based runner (parallel.py); an AOT user may set it to a
+thread pool's parallel-for (docs/AOT.md). Each part packs A and B into its own region of the
+scratch.
+
+These functions do not depend on the module: they are the runtime library
+(runtime_library.py), emitted by `emit_runtime` and compiled once per target; a module's
+kernels call them through GemmCalls.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from . import float_mode
 from .function_context import new_loop_id
 from .gemm_ukernel import Tiling, emit_packed_kernel, emit_rows_kernel, masked_load, splat
 from .target import RegisterFile
-from .types import F32, I32, I64, PTR
+from .types import F32, F64, I32, I64, PTR
 
 VOID = ir.VoidType()
 HOOK_TYPE = ir.FunctionType(VOID, [PTR, PTR, I64])   # parallel_for(task, ctx, parts); task(ctx, part)
@@ -72,17 +77,67 @@ def tiling_for(scalar: ir.Type, target: RegisterFile) -> Tiling:
     return Tiling(scalar, lanes, mr=mr, nr=vectors * lanes, kc=KC, mc=MC // mr * mr, nc=NC)
 
 
-class GemmLibrary:
-    """The multiply functions of one LLVM module, emitted on first use per element type."""
+def _round64(n: int) -> int:
+    return (n + 63) // 64 * 64
 
-    def __init__(self, module: ir.Module, entry_name: str, target: RegisterFile, flush_denormals: bool = False):
+
+def _suffix(scalar: ir.Type) -> str:
+    return "f32" if scalar == F32 else "f64"
+
+
+def _c(v: int):
+    return ir.Constant(I64, int(v))
+
+
+def runtime_symbol(tag: str, function: str) -> str:
+    """The name of one of the runtime library's functions in the build `tag` (runtime_library.py):
+    builds for two targets may live in one process, so their names differ."""
+    return f"hlo.rt.{tag}.{function}"
+
+
+def _exported(scalar: ir.Type, flush: bool = False, parallel: bool = True) -> str:
+    if not parallel:
+        return f"gemm.{_suffix(scalar)}"
+    return f"gemm_parallel{'_ftz' if flush else ''}.{_suffix(scalar)}"
+
+
+EXPORTED_FUNCTIONS = [_exported(s, flush, parallel) for s in (F32, F64)
+                      for parallel, flush in ((False, False), (True, False), (True, True))]
+
+
+def emit_runtime(module: ir.Module, target: RegisterFile, tag: str) -> None:
+    """The runtime library's functions, for every element type (the exported ones by
+    runtime_symbol, the rest internal):
+
+        gemm.f32(m, n, taps, run, table, B, ldb, bcol, C, ldc, pack, n0, n1)
+        gemm_parallel.f32(m, n, taps, run, table, B, ldb, bcol, C, ldc, pack, region, threads, hook)
+        gemm_parallel_ftz.f32(...)   the same, worker threads flushing subnormals as the entry does
+
+    (and .f64). The kernels' side of the calls is GemmCalls."""
+    for scalar in (F32, F64):
+        t = tiling_for(scalar, target)
+        driver = _emit_driver(module, t, emit_rows_kernel(module, t), emit_packed_kernel(module, t),
+                              runtime_symbol(tag, _exported(scalar, parallel=False)))
+        for flush in (False, True):
+            _emit_parallel(module, runtime_symbol(tag, _exported(scalar, flush)), t, driver,
+                           target.arch if flush else None)
+
+
+class GemmCalls:
+    """The calls one LLVM module (a kernel, or the driver) makes to the runtime library's multiply.
+
+    The library is compiled once per target, apart from every module (runtime_library.py); the
+    module declares the functions it calls, and passes them the entry's thread count and
+    parallel-for hook (`<entry>_num_threads`, `<entry>_parallel_for`, defined by the driver)."""
+
+    def __init__(self, module: ir.Module, entry_name: str, target: RegisterFile, runtime_tag: str,
+                 flush_denormals: bool = False):
         self.module = module
+        self.entry_name = entry_name
         self.target = target
-        self.float_mode = target.arch if flush_denormals else None   # set in worker tasks as in the entry
-        self._drivers: dict = {}
-        self.threads = _global(module, f"{entry_name}_num_threads", I64, 1)
-        self.hook = _global(module, f"{entry_name}_parallel_for", PTR, None)
-        self._task = None
+        self.tag = runtime_tag
+        self.flush = flush_denormals
+        self.called: set[str] = set()    # runtime functions this module calls
 
     def tiling(self, scalar: ir.Type) -> Tiling:
         return tiling_for(scalar, self.target)
@@ -101,45 +156,38 @@ class GemmLibrary:
         rows = m if isinstance(m, ir.Value) else _c(m)
         args = [rows, _c(n), _c(taps), _c(run), table, bmat, _c(ldb), _c(b_column_stride), cmat, _c(ldc)]
         if flops >= PARALLEL_FLOPS:
+            threads, hook = entry_threads(self.module, self.entry_name)
             region = part_bytes(t, n, taps * run)
-            b.call(self._parallel(scalar), args + [pack, _c(region)])
+            b.call(self._declare(_exported(scalar, self.flush), _PARALLEL_TYPE),
+                   args + [pack, _c(region), b.load(threads, typ=I64), b.load(hook, typ=PTR)])
         else:
-            b.call(self._driver(scalar), args + [pack, _c(0), _c(n)])
+            b.call(self._declare(_exported(scalar, parallel=False), _DRIVER_TYPE), args + [pack, _c(0), _c(n)])
 
-    # ---- functions
-    def _driver(self, scalar: ir.Type) -> ir.Function:
-        if scalar not in self._drivers:
-            t = self.tiling(scalar)
-            kernels = (emit_rows_kernel(self.module, t), emit_packed_kernel(self.module, t))
-            self._drivers[scalar] = _emit_driver(self.module, t, *kernels)
-        return self._drivers[scalar]
-
-    def _parallel(self, scalar: ir.Type) -> ir.Function:
-        name = f"hlo.gemm_parallel.{_suffix(scalar)}"
+    def _declare(self, function: str, fty: ir.FunctionType) -> ir.Function:
+        name = runtime_symbol(self.tag, function)
+        self.called.add(name)
         found = self.module.globals.get(name)
-        if found is not None:
-            return found
-        return _emit_parallel(self.module, name, self.tiling(scalar), self._driver(scalar), self.threads, self.hook,
-                              self.float_mode)
+        return found if found is not None else ir.Function(self.module, fty, name=name)
 
 
-def _round64(n: int) -> int:
-    return (n + 63) // 64 * 64
+def entry_threads(module: ir.Module, entry_name: str, define: bool = False) -> tuple:
+    """The entry's `<entry>_num_threads` (i64, 1 by default) and `<entry>_parallel_for` (NULL)
+    globals in this module: defined (the driver's module) or declared (a kernel's)."""
+    found = []
+    for name, ty, value in ((f"{entry_name}_num_threads", I64, 1), (f"{entry_name}_parallel_for", PTR, None)):
+        g = module.globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(module, ty, name=name)
+            g.align = 8
+            if define:
+                g.initializer = ir.Constant(ty, value)
+        found.append(g)
+    return tuple(found)
 
 
-def _suffix(scalar: ir.Type) -> str:
-    return "f32" if scalar == F32 else "f64"
-
-
-def _c(v: int):
-    return ir.Constant(I64, int(v))
-
-
-def _global(module: ir.Module, name: str, ty: ir.Type, value):
-    g = ir.GlobalVariable(module, ty, name=name)
-    g.initializer = ir.Constant(ty, value)
-    g.align = 8
-    return g
+_DRIVER_ARGS = [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR]   # m .. ldc, pack
+_DRIVER_TYPE = ir.FunctionType(VOID, _DRIVER_ARGS + [I64, I64])                # + n0, n1
+_PARALLEL_TYPE = ir.FunctionType(VOID, _DRIVER_ARGS + [I64, I64, PTR])        # + region, threads, hook
 
 
 class _Loops:
@@ -195,7 +243,8 @@ def _smin(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_kernel: ir.Function) -> ir.Function:
+def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_kernel: ir.Function,
+                 name: str) -> ir.Function:
     """gemm(M, N, taps, run, table, B, ldb, bcol, C, ldc, pack, n0, n1): columns n0..n1 of C = A x B.
 
     K blocks: whole taps, as many as fit in KC, when a tap's run is shorter than KC (so the
@@ -205,9 +254,7 @@ def _emit_driver(module: ir.Module, t: Tiling, rows_kernel: ir.Function, packed_
     With at most IN_PLACE_B_TILES row tiles (an LSTM step's 4 x 64 x 256), each B panel would be
     read once or twice after packing it: the full panels of a row-major B are read where they lie
     (row stride ldb) and only the last, partial one is packed (zeros past the edge)."""
-    fty = ir.FunctionType(VOID, [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR, I64, I64])
-    fn = ir.Function(module, fty, name=f"hlo.gemm.{_suffix(t.scalar)}")
-    fn.linkage = "internal"
+    fn = ir.Function(module, _DRIVER_TYPE, name=name)
     m, n, taps, run, table, bmat, ldb, bcol, cmat, ldc, pack, n0, n1 = fn.args
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
@@ -403,23 +450,22 @@ class _Arm:
         return False
 
 
-def _emit_parallel(module, name, t: Tiling, driver, threads, hook, mode) -> ir.Function:
-    """gemm_parallel(M, N, taps, run, table, B, ldb, C, ldc, pack, region): the driver over
-    column parts, one per thread (aligned to NR), through the parallel-for hook when set."""
-    args_ty = [I64, I64, I64, I64, PTR, PTR, I64, I64, PTR, I64, PTR, I64]
+def _emit_parallel(module, name, t: Tiling, driver, mode) -> ir.Function:
+    """gemm_parallel(M, N, taps, run, table, B, ldb, bcol, C, ldc, pack, region, threads, hook):
+    the driver over column parts, one per thread (aligned to NR), through the parallel-for hook
+    when it is set."""
+    args_ty = list(_PARALLEL_TYPE.args[:-2])
     ctx_ty = ir.LiteralStructType(args_ty + [I64])  # + number of parts
     task = _emit_task(module, name + ".task", t, driver, ctx_ty, mode)
-    fn = ir.Function(module, ir.FunctionType(VOID, args_ty), name=name)
-    fn.linkage = "internal"
+    fn = ir.Function(module, _PARALLEL_TYPE, name=name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    n, wanted = fn.args[1], b.load(threads, typ=I64)
+    n, wanted, runner = fn.args[1], fn.args[-2], fn.args[-1]
     panels = b.sdiv(b.add(n, _c(t.nr - 1)), _c(t.nr))
     parts = _smin(b, _smin(b, wanted, _c(MAX_THREADS)), panels)
     parts = b.select(b.icmp_signed("<", parts, _c(1)), _c(1), parts)
     ctx = b.alloca(ctx_ty, name="ctx")
-    for k, arg in enumerate(list(fn.args) + [parts]):
+    for k, arg in enumerate(list(fn.args[:-2]) + [parts]):
         b.store(arg, b.gep(ctx, [ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), k)]))
-    runner = b.load(hook, typ=PTR)
     serial = b.or_(b.icmp_signed("<=", parts, _c(1)), b.icmp_unsigned("==", runner, ir.Constant(PTR, None)))
     with _if_else(fn, b, serial) as (then, otherwise):
         with then:

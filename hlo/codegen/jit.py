@@ -39,9 +39,10 @@ from .object_cache import ObjectCache, part_key, write_atomically
 from .options import CodegenOptions, LoweredModule
 from .parallel import runner_address
 from .profiling import profile_counters, profile_rows
+from .runtime_library import load_for_jit
 from .target import OutputKind, create_target_machine, resolved_target
 
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,6 +93,8 @@ class JitExecutable:
             self.stats.count_lowered(lowered)
             self.stats.cache_hits = len(lowered.parts)
         self.lowered = lowered
+        if lowered.runtime:
+            load_for_jit(options, self.stats)   # once per process (built once per machine)
         with self.stats.phase("loading"):
             self._engine = _load_engine(options, [objects[p.name] for p in lowered.parts], lowered.libraries)
             address = self._engine.get_function_address(self.NAME)

@@ -30,7 +30,7 @@ from .buffers import Assignment, Buffer, BufferKind, resolve
 from .contraction import ContractionEmitter, conv_dims, fused_plans, top_level_plan
 from .elemental import ElementalEmitter
 from .function_context import FunctionContext
-from .gemm import GemmLibrary
+from .gemm import GemmCalls
 from .kernels import Lowering
 from .options import Part
 from .types import PTR
@@ -55,7 +55,7 @@ class _KernelElemental(ElementalEmitter):
 class KernelFunction(Lowering):
     """Emits one instruction (or a copy) into a fresh module; `finish()` gives its text."""
 
-    def __init__(self, module: Module, assignment: Assignment, gemm: Callable[[], GemmLibrary]):
+    def __init__(self, module: Module, assignment: Assignment, gemm: Callable[[ir.Module], GemmCalls]):
         self.module = module
         self.a = assignment
         self._gemm = gemm
@@ -66,15 +66,15 @@ class KernelFunction(Lowering):
         self.buffers: list[Buffer] = []       # argument k is buffers[k]
         self._arguments: dict[int, ir.Argument] = {}
         self._contractions = None
-        self.imports: list[str] = []    # functions of other parts it calls
+        self.imports: set[str] = set()   # the runtime library's functions it calls
         self._shared_params = set(assignment.aliases.values())
         self._shared_results = set(assignment.aliases)
 
     @property
     def contractions(self) -> ContractionEmitter:
-        """Multiplies call the module's shared gemm library (a part of its own)."""
+        """Multiplies call the runtime library (runtime_library.py)."""
         if self._contractions is None:
-            self._contractions = ContractionEmitter(self, self._gemm())
+            self._contractions = ContractionEmitter(self, self._gemm(self.llmod))
         return self._contractions
 
     def pointer(self, buf: Buffer):
@@ -91,19 +91,6 @@ class KernelFunction(Lowering):
         self._arguments[id(buf)] = argument
         return argument
 
-    def _declare_imports(self) -> list[str]:
-        """Declare in this module the functions of other modules the kernel calls (the gemm
-        library's); their names."""
-        names = []
-        for block in self.fn.blocks:
-            for instruction in block.instructions:
-                callee = getattr(instruction, "callee", None)
-                if isinstance(callee, ir.Function) and callee.module is not self.llmod:
-                    if callee.name not in self.llmod.globals:
-                        ir.Function(self.llmod, callee.ftype, name=callee.name)
-                        names.append(callee.name)
-        return names
-
     def _may_share_memory(self, buf: Buffer) -> bool:
         return (buf.kind is BufferKind.PARAM and buf.number in self._shared_params) or \
             (buf.kind is BufferKind.RESULT and buf.number in self._shared_results)
@@ -112,7 +99,7 @@ class KernelFunction(Lowering):
         """The kernel's text with its function named by the hash of that text."""
         self.b.ret_void()
         self.ctx.finish()
-        self.imports = self._declare_imports()
+        self.imports = self._contractions.gemm.called if self._contractions is not None else set()
         text = str(self.llmod)
         name = PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
         return Part(name, text.replace(f'@"{PLACEHOLDER}"', f'@"{name}"'), opt_level, work, vectorize)

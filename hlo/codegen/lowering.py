@@ -13,6 +13,7 @@ from .emitters import expander_passes
 from .lapack_calls import libraries_for
 from . import collectives, tridiagonal_solve  # noqa: F401 (register collective emitters, a custom-call target)
 from .options import CodegenOptions, LoweredModule
+from .runtime_library import runtime_tag
 from .target import register_file
 from .types import check_shape_supported
 
@@ -66,8 +67,8 @@ def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule
     assignment = assign_buffers(prepared)
     driver = DriverLowering(prepared, assignment, name, register_file(options), options.opt_level,
                             flush_denormals=options.flush_denormals, profile=options.profile,
-                            debug_values=options.debug_values)
+                            debug_values=options.debug_values, runtime_tag=runtime_tag(options))
     parts = driver.lower()
     return LoweredModule(name, parts, list(assignment.params), list(assignment.results), assignment.temp_bytes,
                          libraries_for(prepared), driver.inline, driver.calls, profile=list(driver.profiler.entries),
-                         debug_values=list(driver.debug.table))
+                         debug_values=list(driver.debug.table), runtime=sorted(driver.runtime_calls))

@@ -55,6 +55,7 @@ class LoweredModule:
     calls: int = 0       # kernel calls in the driver
     profile: list = field(default_factory=list)   # profiling.ProfileEntry per timed kernel (profile=True)
     debug_values: list = field(default_factory=list)   # debug_values.DebugValue per hook id (debug_values=True)
+    runtime: list = field(default_factory=list)   # the runtime library's functions the code calls (runtime_library.py)
 
     @property
     def kernels(self) -> list[Part]:

@@ -270,7 +270,7 @@ class VerifyingDriver(DriverLowering):
         known = self._by_signature.get(signature) if signature is not None else None
         super().call_instruction_kernel(inst, work)
         if known is not None:
-            kernel = KernelFunction(self.module, self.a, self.shared_gemm)
+            kernel = KernelFunction(self.module, self.a, self.gemm_calls)
             emit_instruction(kernel, inst)
             self.checked += 1
             self.mismatches += kernel.finish(known[0].opt_level, work).name != known[0].name

@@ -36,7 +36,7 @@ def check(text, *arrays, rtol=1e-5, atol=1e-5, threads=1, options=(RAW, CodegenO
 
 
 def uses_gemm(text: str) -> bool:
-    return "hlo.gemm_ukernel" in lower_module(parse_module(text, "gemm.hlo"), RAW).llvm_ir
+    return bool(lower_module(parse_module(text, "gemm.hlo"), RAW).runtime)
 
 
 def dot_module(m, k, n, t="f32", lhs_layout="{1,0}", rhs_layout="{1,0}", out_layout="{1,0}", transpose_lhs=False):
@@ -121,7 +121,7 @@ ENTRY e {
 """
     module = parse_module(text, "gemm.hlo")
     lowered = lower_module(module, CodegenOptions())
-    assert "hlo.gemm_ukernel" in lowered.llvm_ir
+    assert lowered.runtime
     check(text, rand(np.float32, 64, 100), rand(np.float32, 100, 70, seed=1), rand(np.float32, 70, seed=2),
           rand(np.float32, 64, 70, seed=3), options=(CodegenOptions(),))
 
@@ -296,7 +296,7 @@ ENTRY e {
   ROOT r = f32[1,10,10,32] maximum(s, zb)
 }
 """
-    assert "hlo.gemm_ukernel" in lower_module(parse_module(text, "w.hlo"), CodegenOptions()).llvm_ir
+    assert lower_module(parse_module(text, "w.hlo"), CodegenOptions()).runtime
     check(text, rand(np.float32, 1, 10, 10, 16), rand(np.float32, 3, 3, 16, 32, seed=1), rand(np.float32, 32, seed=2),
           rtol=1e-4, atol=1e-4, options=(CodegenOptions(),))
 
