@@ -13,22 +13,52 @@ module is compiled to one object.
 """
 from __future__ import annotations
 
+from dataclasses import replace as dataclass_replace
 from typing import Optional
 
 import llvmlite.binding as llvm
 
-from .compile_pool import compile_parts
+from .compile_pool import compile_parts, running_pool
 from .compile_report import CompileStats, ProgressBar
 from .object_cache import ObjectCache, part_key
-from .options import CodegenOptions, LoweredModule, link_parts
+from .options import CodegenOptions, LoweredModule, Part, link_parts
 from .runtime_library import runtime_code
-from .target import OutputKind, resolved_target, target_machine
+from .target import OutputKind, compile_part, resolved_target, target_machine
+
+
+class PartStream:
+    """Kernels sent to the compile workers as lowering emits them, when workers are running in
+    this process: LLVM compiles the first kernels while Python lowers the rest. A kernel whose
+    optimisation is raised later (called again inside a loop) is compiled again as it ends up."""
+
+    def __init__(self, options: CodegenOptions, kind: str = OutputKind.OBJECT, jit: bool = True):
+        self.options, self.kind, self.jit = options, kind, jit
+        self.pool = running_pool(options.jobs)
+        self.cache = ObjectCache()
+        self.started: dict[str, tuple] = {}   # part name -> (future, opt_level, vectorize)
+
+    def submit(self, part: Part) -> None:
+        if self.pool is None or self.cache.get(part_key(part, self.options, self.kind, self.jit)) is not None:
+            return
+        as_now = dataclass_replace(part)   # sent as it is now, whatever happens to part later
+        future = self.pool.submit(compile_part, as_now, self.options, self.kind, self.jit)
+        self.started[part.name] = (future, part.opt_level, part.vectorize)
+
+    def futures(self, parts: list[Part]) -> dict:
+        """{name: future} of the given parts sent as they are now."""
+        found = {}
+        for part in parts:
+            started = self.started.get(part.name)
+            if started is not None and started[1:] == (part.opt_level, part.vectorize):
+                found[part.name] = started[0]
+        return found
 
 
 def part_objects(lowered: LoweredModule, options: CodegenOptions, stats: Optional[CompileStats] = None,
                  progress: Optional[ProgressBar] = None, kind: str = OutputKind.OBJECT,
-                 jit: bool = True) -> dict[str, bytes]:
-    """Each part's compiled bytes, from the cache or compiled now (and then cached)."""
+                 jit: bool = True, stream: Optional[PartStream] = None) -> dict[str, bytes]:
+    """Each part's compiled bytes, from the cache or compiled now (and then cached); stream: the
+    parts already sent to compile while lowering."""
     stats = stats if stats is not None else CompileStats()
     cache = ObjectCache()
     keys = {p.name: part_key(p, options, kind, jit) for p in lowered.parts}
@@ -36,8 +66,9 @@ def part_objects(lowered: LoweredModule, options: CodegenOptions, stats: Optiona
     missing = [p for p in lowered.parts if found[p.name] is None]
     stats.cache_hits += len(lowered.parts) - len(missing)
     update = (lambda done, total: progress.update(done, total)) if progress is not None else None
+    started = stream.futures(missing) if stream is not None else {}
     with stats.phase("llvm", cpu=False):
-        results, processes = compile_parts(missing, options, kind, jit, options.jobs, update)
+        results, processes = compile_parts(missing, options, kind, jit, options.jobs, update, started)
     stats.processes = processes
     stats.add_parts(results)
     for result in results:

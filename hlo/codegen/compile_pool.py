@@ -25,7 +25,7 @@ from .options import Part
 from .target import PartResult, compile_part
 
 POOL_MIN_BYTES = 150_000   # less IR than this compiles faster here than by starting workers
-RUNNING_POOL_MIN_BYTES = 30_000   # once workers run, sending them parts costs about a millisecond
+RUNNING_POOL_MIN_BYTES = 4_000   # once workers run, sending them parts costs about a millisecond
 
 
 def available_cores() -> int:
@@ -41,9 +41,13 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
+def _wanted(jobs: Optional[int]) -> int:
+    return jobs if jobs is not None else available_cores()
+
+
 def processes_for(parts: list[Part], jobs: Optional[int]) -> int:
     """How many processes compile these parts: 1 unless there is enough work to share."""
-    wanted = jobs if jobs is not None else available_cores()
+    wanted = _wanted(jobs)
     if wanted <= 1 or len(parts) < 2 or not can_fork():
         return 1
     wanted = min(wanted, len(parts))
@@ -53,10 +57,23 @@ def processes_for(parts: list[Part], jobs: Optional[int]) -> int:
     return wanted
 
 
+def running_pool(jobs: Optional[int]) -> Optional[Executor]:
+    """The workers of this process when they are already running (None otherwise): parts can be
+    sent to them one by one, as lowering emits them, for about a millisecond each."""
+    wanted = _wanted(jobs)
+    if wanted <= 1 or not can_fork():
+        return None
+    with _POOLS_LOCK:
+        return _POOLS.get((os.getpid(), wanted))
+
+
 def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Optional[int] = None,
-                  progress: Optional[Callable[[int, int], None]] = None) -> tuple[list[PartResult], int]:
-    """(results in the parts' order, processes used)."""
-    processes = processes_for(parts, jobs)
+                  progress: Optional[Callable[[int, int], None]] = None,
+                  started: Optional[dict] = None) -> tuple[list[PartResult], int]:
+    """(results in the parts' order, processes used). started: {part name: future} of parts
+    already sent to the running workers (build.PartStream), as they are now."""
+    started = started or {}
+    processes = _wanted(jobs) if started else processes_for(parts, jobs)
     done: dict[str, PartResult] = {}
     report = progress or (lambda finished, total: None)
     if processes == 1:
@@ -65,10 +82,10 @@ def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Option
             report(len(done), len(parts))
     else:
         pool = _pool(processes)
-        largest_first = sorted(parts, key=lambda p: -len(p.llvm_ir))
+        largest_first = sorted((p for p in parts if p.name not in started), key=lambda p: -len(p.llvm_ir))
         try:
-            futures = [pool.submit(compile_part, p, options, kind, jit)
-                       for p in largest_first]
+            futures = [started[p.name] for p in parts if p.name in started]
+            futures += [pool.submit(compile_part, p, options, kind, jit) for p in largest_first]
             for future in as_completed(futures):
                 result = future.result()
                 done[result.name] = result

@@ -43,7 +43,7 @@ from ..opcodes import Op
 from ..shapes import Shape, primitive_type
 from . import scalar_ops
 from .buffers import Buffer
-from .function_context import const64, major_to_minor, row_major_offset
+from .function_context import const64, major_to_minor, new_loop_id, row_major_offset
 from .gemm import MAX_THREADS, PARALLEL_FLOPS, pack_bound
 from .types import F32, F64, PTR, linear_offset, load_element, store_element
 from .winograd import WinogradEmitter, WinogradShape, winograd_shape
@@ -424,13 +424,18 @@ class ContractionEmitter:
                         b.gep(table, [r], source_etype=PTR))
             return
         shape = p.lhs.shape
-        with self.low.ctx.loop_nest([lhs.shape.dims[d] for d in rows]) as idx:
+        with self.low.ctx.loop_nest([lhs.shape.dims[d] for d in rows], loop_id=self._scalar_loop) as idx:
             logical = [const64(0)] * lhs.shape.rank
             for pos, d in enumerate(rows):
                 logical[d] = idx[pos]
             row = row_major_offset(b, idx, [lhs.shape.dims[d] for d in rows])
             pointer = b.gep(a_base, [linear_offset(b, shape, logical)], source_etype=scalar)
             b.store(pointer, b.gep(table, [row], source_etype=PTR))
+
+    def _scalar_loop(self):
+        """Table loops store one pointer per step: LLVM's vectoriser gains nothing there, and
+        analysing them took a third of a small kernel's compile."""
+        return new_loop_id(self.low.llmod, "llvm.loop.vectorize.enable", False)
 
     def _conv_table(self, p: Plan, table, a_base, zeros) -> None:
         """table[(n, out pixel), tap] = the input pixel's features, or the zero row in the padding."""
@@ -451,7 +456,7 @@ class ContractionEmitter:
             shape = Shape.array(p.scalar, [lhs.shape.dims[cd.input_batch]]
                                 + [lhs.shape.dims[d] for d in cd.input_spatial] + [p.run])
             position_dims = list(range(spatial + 1))
-        with self.low.ctx.loop_nest(out_sizes + tap_sizes) as idx:
+        with self.low.ctx.loop_nest(out_sizes + tap_sizes, loop_id=self._scalar_loop) as idx:
             pixel, taps = idx[:spatial + 1], idx[spatial + 1:]
             inside = ir.Constant(ir.IntType(1), 1)
             logical = [const64(0)] * shape.rank

@@ -73,7 +73,7 @@ class DriverLowering(Lowering):
     def __init__(self, module: Module, assignment: Assignment, name: str,
                  target: RegisterFile = RegisterFile(128, 16), opt_level: int = 3,
                  flush_denormals: bool = False, profile: bool = False, debug_values: bool = False,
-                 runtime_tag: str = ""):
+                 runtime_tag: str = "", on_kernel: Optional[Callable[[Part], None]] = None):
         self.module = module
         self.a = assignment
         self.name = name
@@ -98,6 +98,7 @@ class DriverLowering(Lowering):
         self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
         self._computation_signatures: dict = {}
         self.runtime_calls: set[str] = set()   # the runtime library's functions the code calls
+        self.on_kernel = on_kernel    # told of each new kernel as soon as it is emitted (build.PartStream)
         self.inline = 0
         self.calls = 0
         self.loop_depth = 0           # while loops around the instruction being emitted
@@ -209,6 +210,8 @@ class DriverLowering(Lowering):
                              kernel_vectorized(work, gemm))
         self.runtime_calls.update(kernel.imports)
         known = self.kernels.setdefault(code.name, code)
+        if known is code and self.on_kernel is not None:
+            self.on_kernel(code)
         _strengthen(known, code.opt_level, code.vectorize)
         self._call(known, kernel.buffers)
         return known, kernel.buffers

@@ -30,7 +30,7 @@ from ..runtime import values_io
 from ..runtime.resources import check_allocation
 from ..text.printer import format_module
 from .buffers import alias_leaves
-from .build import part_objects
+from .build import PartStream, part_objects
 from .compile_report import CompileStats, ProgressBar
 from .debug_values import BoundHook, hook_name
 from .lapack_calls import libraries_for
@@ -85,8 +85,9 @@ class JitExecutable:
         cached = _load_cached(meta_path, libraries_for(module))
         self.from_cache = self.stats.module_cache_hit = cached is not None
         if cached is None:
-            lowered = lower_module(module, options, self.NAME, self.stats)
-            objects = part_objects(lowered, options, self.stats, progress)
+            stream = PartStream(options)
+            lowered = lower_module(module, options, self.NAME, self.stats, on_kernel=stream.submit)
+            objects = part_objects(lowered, options, self.stats, progress, stream=stream)
             _store_lowering(meta_path, lowered, options)
         else:
             lowered, objects = cached

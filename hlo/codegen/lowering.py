@@ -19,14 +19,15 @@ from .types import check_shape_supported
 
 
 def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), name: str = "hlo_entry",
-                 stats: CompileStats | None = None) -> LoweredModule:
+                 stats: CompileStats | None = None, on_kernel=None) -> LoweredModule:
     """Lower a module (not modified: the pipeline runs on a copy) to LLVM IR: the driver and its kernels.
-    stats, when given, receives the seconds of the pipeline and of the lowering."""
+    stats, when given, receives the seconds of the pipeline and of the lowering; on_kernel(part),
+    when given, is called with each kernel as soon as it is emitted."""
     stats = stats if stats is not None else CompileStats()
     with stats.phase("pipeline"):
         prepared = prepare(module, options)
     with stats.phase("lowering"):
-        lowered = lower(prepared, options, name)
+        lowered = lower(prepared, options, name, on_kernel)
     stats.count_lowered(lowered)
     return lowered
 
@@ -58,7 +59,7 @@ def _keep_locations(original: Module, copy: Module) -> None:
                 inst.loc = src.loc
 
 
-def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule:
+def lower(prepared: Module, options: CodegenOptions, name: str, on_kernel=None) -> LoweredModule:
     """The driver and kernels of a prepared module."""
     for comp in prepared.computations:
         for inst in comp.instructions:
@@ -67,7 +68,7 @@ def lower(prepared: Module, options: CodegenOptions, name: str) -> LoweredModule
     assignment = assign_buffers(prepared)
     driver = DriverLowering(prepared, assignment, name, register_file(options), options.opt_level,
                             flush_denormals=options.flush_denormals, profile=options.profile,
-                            debug_values=options.debug_values, runtime_tag=runtime_tag(options))
+                            debug_values=options.debug_values, runtime_tag=runtime_tag(options), on_kernel=on_kernel)
     parts = driver.lower()
     return LoweredModule(name, parts, list(assignment.params), list(assignment.results), assignment.temp_bytes,
                          libraries_for(prepared), driver.inline, driver.calls, profile=list(driver.profiler.entries),
