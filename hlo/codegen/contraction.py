@@ -433,9 +433,9 @@ class ContractionEmitter:
             b.store(pointer, b.gep(table, [row], source_etype=PTR))
 
     def _scalar_loop(self):
-        """Table loops store one pointer per step: LLVM's vectoriser gains nothing there, and
-        analysing them took a third of a small kernel's compile."""
-        return new_loop_id(self.low.llmod, "llvm.loop.vectorize.enable", False)
+        """Table loops store one pointer per step: neither vectorising nor unrolling them gains
+        anything, and doing it took a third of a small convolution kernel's compile."""
+        return new_loop_id(self.low.llmod, "llvm.loop.vectorize.enable", False, "llvm.loop.unroll.disable")
 
     def _conv_table(self, p: Plan, table, a_base, zeros) -> None:
         """table[(n, out pixel), tap] = the input pixel's features, or the zero row in the padding."""

@@ -31,16 +31,18 @@ def row_major_offset(b: ir.IRBuilder, index, sizes) -> ir.Value:
     return linear
 
 
-def new_loop_id(module: ir.Module, hint: str, value: Optional[bool] = None):
-    """A new loop id (metadata for a loop's back edge; loop ids refer to themselves) carrying one
-    hint, e.g. llvm.loop.unroll.disable, or llvm.loop.vectorize.enable with True or False."""
+def new_loop_id(module: ir.Module, hint: str, value: Optional[bool] = None, *more: str):
+    """A new loop id (metadata for a loop's back edge; loop ids refer to themselves) carrying a
+    hint, e.g. llvm.loop.unroll.disable, or llvm.loop.vectorize.enable with True or False, and
+    any further hints without a value."""
     count = getattr(module, "_hlo_loop_ids", 0) + 1
     module._hlo_loop_ids = count
     operands = [ir.MetaDataString(module, hint)]
     if value is not None:
         operands.append(ir.Constant(ir.IntType(1), int(value)))
+    hints = [module.add_metadata(operands)] + [module.add_metadata([ir.MetaDataString(module, h)]) for h in more]
     tag = module.add_metadata([ir.MetaDataString(module, f"hlo.loop.{count}")])   # keeps each id distinct
-    loop = module.add_metadata([module.add_metadata(operands), tag])
+    loop = module.add_metadata(hints + [tag])
     loop.operands = (loop,) + tuple(loop.operands)
     return loop
 
@@ -107,8 +109,13 @@ class FunctionContext:
     @contextmanager
     def loop(self, count, name: str = "i", start=None, step: int = 1, loop_id=None):
         """for (i = start; i < count; i += step): yields i (i64) inside the body; loop_id: metadata
-        for the loop's back edge (e.g. do not unroll)."""
+        for the loop's back edge (e.g. do not unroll). One known step from 0 is no loop: i is 0 (a
+        window's or a shape's dims of size 1 left LLVM nests of one-trip loops to clean up)."""
         b = self.b
+        if isinstance(count, int) and count == 1 and (start is None or (isinstance(start, int) and start == 0)):
+            with self.scope():
+                yield const64(0)
+            return
         count = count if isinstance(count, ir.Value) else const64(count)
         start = const64(0) if start is None else (start if isinstance(start, ir.Value) else const64(start))
         pre = b.block
