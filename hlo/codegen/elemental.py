@@ -34,7 +34,7 @@ from ..shapes import PrimitiveType, Shape, real_type_of
 from . import index_digits, scalar_ops
 from .emitters import EMITTERS, unsupported_error
 from .function_context import FunctionContext, const64, major_to_minor, row_major_offset
-from .types import I1, compute_type, constant_of, load_element, round_to
+from .types import I1, add_i64, compute_type, constant_of, load_element, mul_i64, round_to
 
 ELEMENT_GENERATORS = OpRegistry("element generator")
 
@@ -175,16 +175,21 @@ class ElementalEmitter:
         return b.select(b.icmp_signed(">", v, hi), hi, v)
 
     def window_source(self, inside, out, k, stride: int, dilation: int, padding_low: int, base_dilation: int,
-                      size: int):
+                      size: int, out_size: int, window_size: int):
         """Where window position k of output position `out` reads an input dimension of `size`:
-        (inside and-ed with whether it is a real input element, the clamped input index)."""
+        (inside and-ed with whether it is a real input element, the clamped input index). When
+        every window of the out_size outputs lies inside the input (no padding reached, no base
+        dilation), inside is returned as it is: no test for LLVM to carry or remove."""
         b = self.b
-        pos = b.sub(b.add(b.mul(out, const64(stride)), b.mul(k, const64(dilation))), const64(padding_low))
+        pos = add_i64(b, add_i64(b, mul_i64(b, out, stride), mul_i64(b, k, dilation)), const64(-padding_low))
+        last = (out_size - 1) * stride + (window_size - 1) * dilation - padding_low
+        if base_dilation == 1 and padding_low <= 0 and last < size:
+            return inside, pos
         q = pos if base_dilation == 1 else b.sdiv(pos, const64(base_dilation))
         ok = b.and_(b.icmp_signed(">=", pos, const64(0)), b.icmp_signed("<", q, const64(size)))
         if base_dilation != 1:
             ok = b.and_(ok, b.icmp_signed("==", b.srem(pos, const64(base_dilation)), const64(0)))
-        return b.and_(inside, ok), b.select(ok, q, const64(0))
+        return _and(b, inside, ok), b.select(ok, q, const64(0))
 
     def convert_to(self, value, frm: PrimitiveType, to: PrimitiveType):
         if frm is to:
@@ -223,6 +228,11 @@ def dot_operand_indices(dd: DotDims, lhs_rank: int, rhs_rank: int, out_index, co
 
 
 # --------------------------------------------------------------------------- leaves
+
+def _and(b: ir.IRBuilder, x, y):
+    """x and y, where x may be the constant true a window starts from."""
+    return y if isinstance(x, ir.Constant) and x.constant == 1 else b.and_(x, y)
+
 
 @ELEMENT_GENERATORS.register(Op.CONSTANT)
 def constant(elem, inst, index):
@@ -547,6 +557,7 @@ def reduce_window(elem, inst, index):
     operands, inits = inst.operands[:n], inst.operands[n:]
     shape = operands[0].shape
     window = inst.attrs["window"]
+    out_dims = (inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape).dims
     slots = [ctx.alloca(compute_type(o.shape.element_type), "acc") for o in operands]
     for slot, init in zip(slots, inits):
         b.store(elem.value(init, ()), slot)
@@ -560,7 +571,7 @@ def reduce_window(elem, inst, index):
         src = []
         for d, (o, k, wd) in enumerate(zip(index, w, window.dims)):
             inside, position = elem.window_source(inside, o, k, wd.stride, wd.window_dilation, wd.padding_low,
-                                                  wd.base_dilation, shape.dims[d])
+                                                  wd.base_dilation, shape.dims[d], out_dims[d], wd.size)
             src.append(position)
         with ctx.if_then(inside, "window"):
             current = [b.load(slot) for slot in slots]
@@ -647,7 +658,7 @@ def convolution(elem, inst, index):
             ri[cd.kernel_spatial[k]] = kernel_index
             inside, li[cd.input_spatial[k]] = elem.window_source(
                 inside, index[cd.output_spatial[k]], kpos, stride, wdil, pad_lo, bdil,
-                lhs.shape.dims[cd.input_spatial[k]])
+                lhs.shape.dims[cd.input_spatial[k]], inst.shape.dims[cd.output_spatial[k]], ksize)
         with ctx.if_then(inside, "conv"):
             x = elem.convert_to(elem.value(lhs, tuple(li)), lhs.shape.element_type, t)
             y = elem.convert_to(elem.value(rhs, tuple(ri)), rhs.shape.element_type, t)

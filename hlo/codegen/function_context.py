@@ -12,7 +12,7 @@ from typing import Callable, Optional
 from llvmlite import ir
 
 from ..shapes import Shape
-from .types import I64
+from .types import I64, add_i64, mul_i64
 
 
 def const64(v: int):
@@ -27,7 +27,7 @@ def row_major_offset(b: ir.IRBuilder, index, sizes) -> ir.Value:
     """The linear position of `index` in a row-major array of `sizes` (i64)."""
     linear = const64(0)
     for i, size in zip(index, sizes):
-        linear = b.add(b.mul(linear, const64(size)), i)
+        linear = add_i64(b, mul_i64(b, linear, size), i)
     return linear
 
 
@@ -142,6 +142,10 @@ class FunctionContext:
     @contextmanager
     def if_then(self, condition, name: str = "if"):
         b = self.b
+        if isinstance(condition, ir.Constant) and condition.constant == 1:   # always: no branch
+            with self.scope():
+                yield
+            return
         then, done = self._blocks(name, "then", "done")
         b.cbranch(condition, then, done)
         b.position_at_end(then)

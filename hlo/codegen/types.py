@@ -8,6 +8,8 @@ In memory every element takes its storage width (pred one byte, bf16 two bytes; 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from llvmlite import ir
 
 from ..diagnostics import error, written_name
@@ -165,9 +167,31 @@ def linear_offset(b: ir.IRBuilder, shape: Shape, index):
     for value, stride in zip(index, strides(shape)):
         if stride == 0 or shape.rank == 0:
             continue
-        term = value if stride == 1 else b.mul(value, ir.Constant(I64, stride))
-        offset = term if isinstance(offset, ir.Constant) and offset.constant == 0 else b.add(offset, term)
+        offset = add_i64(b, offset, mul_i64(b, value, stride))
     return offset
+
+
+def _known(value) -> Optional[int]:
+    return value.constant if isinstance(value, ir.Constant) and isinstance(value.constant, int) else None
+
+
+def mul_i64(b: ir.IRBuilder, value, factor: int):
+    """value * factor, folded when it is known (llvmlite's builder folds nothing: every index of a
+    one-step loop would cost LLVM an instruction to clean up)."""
+    known = _known(value)
+    if known is not None:
+        return ir.Constant(I64, known * factor)
+    return value if factor == 1 else b.mul(value, ir.Constant(I64, factor))
+
+
+def add_i64(b: ir.IRBuilder, x, y):
+    """x + y, folded when either is a known 0 or both are known."""
+    kx, ky = _known(x), _known(y)
+    if kx is not None and ky is not None:
+        return ir.Constant(I64, kx + ky)
+    if kx == 0:
+        return y
+    return x if ky == 0 else b.add(x, y)
 
 
 def element_pointer(b: ir.IRBuilder, base, shape: Shape, index):
