@@ -95,7 +95,7 @@ def runtime_code(options, kind: str = OutputKind.OBJECT, jit: bool = True,
                 with (stats or CompileStats()).phase("runtime library"):
                     part = Part(f"hlo.rt.{tag}", runtime_ir(options), runtime_level(options), vectorize=False)
                     found = compile_part(part, options, kind, jit).data
-                write_atomically(path, found)
+                write_atomically(path, _digest(found) + found)
             _BUILT[key] = found
     return found
 
@@ -118,8 +118,15 @@ def load_for_jit(options, stats: Optional[CompileStats] = None) -> None:
         _LOADED[tag] = engine
 
 
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
 def _read(path: Path) -> Optional[bytes]:
+    """The stored library, or None when it is missing or damaged (then it is built again)."""
     try:
-        return path.read_bytes()
+        stored = path.read_bytes()
     except OSError:
         return None
+    data = stored[32:]
+    return data if len(stored) > 32 and stored[:32] == _digest(data) else None
