@@ -90,7 +90,17 @@ def linked_module(lowered: LoweredModule, options: CodegenOptions, stats: Option
         if function.name != lowered.entry_name and not function.is_declaration:
             function.linkage = "internal"   # kernels and the runtime library: private to the object
     linked.triple = resolved_target(options)[0]
+    if runtime:
+        _drop_unused_functions(linked, options)
     return linked
+
+
+def _drop_unused_functions(module: llvm.ModuleRef, options: CodegenOptions) -> None:
+    """The runtime library's functions the kernels do not call (another element type, the other
+    float mode): global dead code elimination, nothing else, on the optimised parts."""
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(module, llvm.PassBuilder(target_machine(options, False, 0), llvm.PipelineTuningOptions()))
 
 
 def compile_object(lowered: LoweredModule, options: CodegenOptions = CodegenOptions(),

@@ -10,7 +10,7 @@ import pytest
 
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
 from hlo.codegen import compile_pool, runtime_library
-from hlo.codegen.build import PartStream, part_objects
+from hlo.codegen.build import PartStream, linked_module, part_objects
 from hlo.codegen.gemm import EXPORTED_FUNCTIONS, runtime_symbol
 from hlo.codegen.target import OutputKind
 from hlo.text.parser import parse_module
@@ -152,3 +152,9 @@ def test_a_kernel_raised_after_it_was_sent_compiles_again_as_it_ends_up(tmp_path
 
 def test_without_running_workers_nothing_is_streamed():
     assert PartStream(CodegenOptions(jobs=1)).pool is None
+
+
+def test_an_object_keeps_only_the_runtime_functions_its_kernels_call():
+    linked = linked_module(lower_module(parse_module(DOT), CodegenOptions()), CodegenOptions())
+    runtime = [f.name for f in linked.functions if "hlo.rt." in f.name and not f.is_declaration]
+    assert runtime and all(name.endswith(".f32") for name in runtime)   # no f64 or parallel entry points
