@@ -38,14 +38,12 @@ def prepare(module: Module, options: CodegenOptions) -> Module:
     copy = parse_module(format_module(module), module.name)
     _keep_locations(module, copy)
     if options.run_pipeline:
-        run_pipeline(copy, pipeline_text("default"))
+        passes = [pipeline_text("default")]
     else:
         # Ops the backend implements through their expansion into simpler HLO (emitters.py).
         opcodes = {i.opcode for c in copy.computations for i in c.instructions}
-        expanders = [p for p in expander_passes(opcodes) if p in available_passes()]
-        if expanders:
-            run_pipeline(copy, ",".join(expanders))
-    run_pipeline(copy, "layout-assignment")
+        passes = [p for p in expander_passes(opcodes) if p in available_passes()]
+    run_pipeline(copy, ",".join(passes + ["layout-assignment"]))   # one pipeline: checked once, at its end
     return copy
 
 
