@@ -81,12 +81,13 @@ class JitExecutable:
         start = time.perf_counter()
         self.options = options
         self.stats = CompileStats()
-        meta_path = cache_dir() / f"{cache_key(format_module(module), options, self.NAME)}.meta"
+        text = format_module(module)
+        meta_path = cache_dir() / f"{cache_key(text, options, self.NAME)}.meta"
         cached = _load_cached(meta_path, libraries_for(module))
         self.from_cache = self.stats.module_cache_hit = cached is not None
         if cached is None:
             stream = PartStream(options)
-            lowered = lower_module(module, options, self.NAME, self.stats, on_kernel=stream.submit)
+            lowered = lower_module(module, options, self.NAME, self.stats, on_kernel=stream.submit, text=text)
             objects = part_objects(lowered, options, self.stats, progress, stream=stream)
             _store_lowering(meta_path, lowered, options)
         else:

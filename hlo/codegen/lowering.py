@@ -19,23 +19,24 @@ from .types import check_shape_supported
 
 
 def lower_module(module: Module, options: CodegenOptions = CodegenOptions(), name: str = "hlo_entry",
-                 stats: CompileStats | None = None, on_kernel=None) -> LoweredModule:
+                 stats: CompileStats | None = None, on_kernel=None, text: str | None = None) -> LoweredModule:
     """Lower a module (not modified: the pipeline runs on a copy) to LLVM IR: the driver and its kernels.
     stats, when given, receives the seconds of the pipeline and of the lowering; on_kernel(part),
-    when given, is called with each kernel as soon as it is emitted."""
+    when given, is called with each kernel as soon as it is emitted; text, when given, is the
+    module's printed text (the caller printed it already)."""
     stats = stats if stats is not None else CompileStats()
     with stats.phase("pipeline"):
-        prepared = prepare(module, options)
+        prepared = prepare(module, options, text)
     with stats.phase("lowering"):
         lowered = lower(prepared, options, name, on_kernel)
     stats.count_lowered(lowered)
     return lowered
 
 
-def prepare(module: Module, options: CodegenOptions) -> Module:
+def prepare(module: Module, options: CodegenOptions, text: str | None = None) -> Module:
     """A copy of the module, optimised by the default pipeline when asked, whose buffers have
     one layout on both sides of every boundary (layout-assignment, always last)."""
-    copy = parse_module(format_module(module), module.name)
+    copy = parse_module(text if text is not None else format_module(module), module.name)
     _keep_locations(module, copy)
     if options.run_pipeline:
         passes = [pipeline_text("default")]
