@@ -115,7 +115,8 @@ def loop_nest(ctx, table: IndexDigits, shape: Shape, splits: dict):
     would otherwise unroll a short constant loop (the 24 columns of a softmax) completely first
     and then vectorise the loop around it, across rows, with gathers (3x slower than vectorising
     the contiguous inner loop, which the mark leaves to the loop vectoriser, interleaving
-    included)."""
+    included). Outer loops are never unrolled: copies of the (vectorised) loops inside them gained
+    nothing and made LLVM's work up to ten times larger (a 4 x 3 outer nest, twelve copies)."""
     b = ctx.b
     index = [const64(0)] * shape.rank
     order = major_to_minor(shape)
@@ -129,7 +130,8 @@ def loop_nest(ctx, table: IndexDigits, shape: Shape, splits: dict):
                 latch = _Latch(b) if innermost and extent >= VECTORISE_INNER else None
                 if latch:
                     stack.callback(latch.mark)        # runs once the loop has its back edge
-                digits.append((stack.enter_context(ctx.loop(extent, name=name)), extent))
+                outer = None if innermost else no_unroll(ctx.module)
+                digits.append((stack.enter_context(ctx.loop(extent, name=name, loop_id=outer)), extent))
                 if latch:
                     stack.callback(latch.remember)    # runs first: the end of the body
             index[d] = combine(b, digits)
