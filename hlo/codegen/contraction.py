@@ -402,7 +402,7 @@ class ContractionEmitter:
         b, elem = self.b, self.low.elem
         canon = Shape.array(scalar, [operand.shape.dims[d] for d in order])
         to = primitive_type(scalar)
-        with self.low.ctx.loop_nest(canon.dims) as idx:
+        with self.low.ctx.loop_nest(canon.dims, roll_outer=True) as idx:
             logical = [None] * operand.shape.rank
             for pos, d in enumerate(order):
                 logical[d] = idx[pos]

@@ -44,7 +44,11 @@ def new_loop_id(module: ir.Module, hint: str, value: Optional[bool] = None, *mor
     tag = module.add_metadata([ir.MetaDataString(module, f"hlo.loop.{count}")])   # keeps each id distinct
     loop = module.add_metadata(hints + [tag])
     loop.operands = (loop,) + tuple(loop.operands)
+    loop.keeps_rolled = ROLLED in (hint, *more)   # FunctionContext.loop keeps the loops around it rolled
     return loop
+
+
+ROLLED = "llvm.loop.unroll.disable"
 
 
 class FunctionContext:
@@ -63,6 +67,7 @@ class FunctionContext:
         # > 0 while emitting a reduction's combiner: float adds/multiplies may be
         # reassociated, which lets LLVM keep several (vector) accumulators.
         self.reassociate = 0
+        self._open_loops: list[list] = []   # per loop being emitted: [whether a loop inside is kept rolled]
 
     def finish(self) -> None:
         self.alloca_builder.branch(self.start_block)
@@ -124,8 +129,16 @@ class FunctionContext:
         index.add_incoming(start, pre)
         b.cbranch(b.icmp_signed("<", index, count), body, done)
         b.position_at_end(body)
+        self._open_loops.append([False])
         with self.scope():
             yield index
+        rolled_inside = self._open_loops.pop()[0]
+        if loop_id is None and rolled_inside:
+            # Copies of a loop kept rolled (vectorised) gain nothing, and unrolled small loops
+            # around it multiplied LLVM's work (a 2 x 8 nest around a sum: 41x the code).
+            loop_id = new_loop_id(self.module, ROLLED)
+        if self._open_loops and getattr(loop_id, "keeps_rolled", False):
+            self._open_loops[-1][0] = True
         index.add_incoming(b.add(index, const64(step), flags=["nsw"]), b.block)
         self._close_loop(header, done, loop_id)
 
@@ -154,22 +167,26 @@ class FunctionContext:
         b.branch(done)
         b.position_at_end(done)
 
-    def loop_nest(self, dims, order=None, loop_id=None):
+    def loop_nest(self, dims, order=None, loop_id=None, roll_outer: bool = False):
         """Nested loops over dims (outermost first in `order`, default 0..n-1); a context manager.
-        loop_id(): metadata for each loop's back edge, when given."""
-        return _LoopNest(self, dims, order, loop_id)
+        loop_id(): metadata for each loop's back edge, when given. roll_outer: every loop but the
+        innermost is kept rolled (a copy or output nest: unrolled small outer loops only copied
+        the loop inside, up to ten times LLVM's work)."""
+        return _LoopNest(self, dims, order, loop_id, roll_outer)
 
 
 class _LoopNest:
-    def __init__(self, ctx: FunctionContext, dims, order, loop_id=None):
-        self.ctx, self.dims, self.loop_id = ctx, list(dims), loop_id
+    def __init__(self, ctx: FunctionContext, dims, order, loop_id=None, roll_outer: bool = False):
+        self.ctx, self.dims, self.loop_id, self.roll_outer = ctx, list(dims), loop_id, roll_outer
         self.order = list(order) if order is not None else list(range(len(self.dims)))
         self.stack = []
 
     def __enter__(self):
         index = [const64(0)] * len(self.dims)
-        for d in self.order:
-            cm = self.ctx.loop(self.dims[d], name=f"d{d}", loop_id=self.loop_id() if self.loop_id else None)
+        for k, d in enumerate(self.order):
+            outer = self.roll_outer and k < len(self.order) - 1
+            loop_id = new_loop_id(self.ctx.module, ROLLED) if outer else (self.loop_id() if self.loop_id else None)
+            cm = self.ctx.loop(self.dims[d], name=f"d{d}", loop_id=loop_id)
             index[d] = cm.__enter__()
             self.stack.append(cm)
         return tuple(index)

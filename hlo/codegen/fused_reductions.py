@@ -123,7 +123,7 @@ def emit(low, inst: Instruction, out) -> None:
     dims = list(operand.shape.dims)
     target = _reduce_target if inst.opcode == Op.REDUCE else _window_target
     place = target(inst, dims)
-    with low.ctx.loop_nest(dims, list(reversed(operand_order(inst)))) as index:
+    with low.ctx.loop_nest(dims, list(reversed(operand_order(inst))), roll_outer=True) as index:
         out_index = place(b, index)
         current = load_element(b, pointer, out.shape, out_index)
         combined = elem.call_scalar(inst.attrs["to_apply"], [current, elem.value(operand, index)])[0]

@@ -28,7 +28,7 @@ from llvmlite import ir
 from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import Shape
-from .function_context import const64, major_to_minor, new_loop_id
+from .function_context import ROLLED, const64, major_to_minor, new_loop_id
 
 I64 = ir.IntType(64)
 MAX_VISITS = 4000         # bounds the analysis on very large fusions
@@ -156,7 +156,7 @@ class _Latch:
 
 def no_unroll(module: ir.Module):
     """A new loop id saying: do not unroll."""
-    return new_loop_id(module, "llvm.loop.unroll.disable")
+    return new_loop_id(module, ROLLED)
 
 
 # --------------------------------------------------------------------------- the analysis

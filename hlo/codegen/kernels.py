@@ -93,7 +93,7 @@ class Lowering:
         if isinstance(value, tuple) and ELEMENT_GENERATORS.details(inst.opcode).get("all_results"):
             buffers = leaves_of(value)
             shape = buffers[0].shape
-            with self.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
+            with self.ctx.loop_nest(shape.dims, major_to_minor(shape), roll_outer=True) as index:
                 for v, buf in zip(generator(index), buffers):
                     store_element(self.b, v, self.pointer(buf), buf.shape, index)
             return
@@ -251,7 +251,7 @@ def _reduce_into_output(low: Lowering, inst: Instruction, value) -> bool:
     outs = leaves_of(value)
     for out, init in zip(outs, inits):
         low.store_loop(out.shape, low.pointer(out), lambda index, i=init: elem.value(i, ()))
-    with low.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
+    with low.ctx.loop_nest(shape.dims, major_to_minor(shape), roll_outer=True) as index:
         out_index = tuple(index[d] for d in kept)
         current = [load_element(b, low.pointer(o), o.shape, out_index) for o in outs]
         new = [elem.value(x, index) for x in inputs]
@@ -313,7 +313,7 @@ def update_in_place(low: Lowering, dus: Instruction, buf: Buffer) -> None:
     starts = low.elem.start_indices(dus, 2, operand.shape, update.shape.dims)
     pointer = low.pointer(buf)
     shape = update.shape
-    with low.ctx.loop_nest(shape.dims, major_to_minor(shape)) as index:
+    with low.ctx.loop_nest(shape.dims, major_to_minor(shape), roll_outer=True) as index:
         v = low.elem.value(update, index)
         target = tuple(low.b.add(s, i) for s, i in zip(starts, index))
         store_element(low.b, v, pointer, buf.shape, target)

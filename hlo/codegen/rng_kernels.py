@@ -208,7 +208,7 @@ def emit_rng(low, inst: Instruction) -> None:
     lo = scalar_ops.convert(b, elem.value(a_op, ()), a_op.shape.element_type, wide)
     hi = scalar_ops.convert(b, elem.value(b_op, ()), b_op.shape.element_type, wide)
     pointer = low.pointer(out)
-    with low.ctx.loop_nest(out.shape.dims, major_to_minor(out.shape)) as index:
+    with low.ctx.loop_nest(out.shape.dims, major_to_minor(out.shape), roll_outer=True) as index:
         if normal:
             value = b.fadd(lo, b.fmul(hi, _normal(low.ctx, counter, key, index, dims, wide)))
         else:

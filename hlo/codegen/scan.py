@@ -115,6 +115,6 @@ def _store_step(low, out, o, dim: int, position) -> None:
     b = low.b
     source = low.pointer(o)
     target = low.pointer(out)
-    with low.ctx.loop_nest(o.shape.dims, major_to_minor(o.shape)) as index:
+    with low.ctx.loop_nest(o.shape.dims, major_to_minor(o.shape), roll_outer=True) as index:
         v = load_element(b, source, o.shape, index)
         store_element(b, v, target, out.shape, tuple(index[:dim]) + (position,) + tuple(index[dim:]))
