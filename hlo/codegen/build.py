@@ -8,11 +8,13 @@ Every part (the driver and each kernel) is looked up in the object cache by its 
 first; the missing ones are compiled, in parallel when there are enough of them
 (compile_pool.py), and stored. The JIT loads the parts' objects into one execution
 engine. AOT output must be one object file: its parts are optimised the same way (cached
-as bitcode), linked with the runtime library's bitcode (runtime_library.py) into one module, every function but the entry made internal, and that
-module is compiled to one object.
+as bitcode), linked with the runtime library's bitcode (runtime_library.py) into one module,
+every function but the entry made internal (and the runtime's functions no kernel calls
+dropped), and that module is compiled to one object.
 """
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace as dataclass_replace
 from typing import Optional
 
@@ -41,7 +43,11 @@ class PartStream:
         if self.pool is None or self.cache.get(part_key(part, self.options, self.kind, self.jit)) is not None:
             return
         as_now = dataclass_replace(part)   # sent as it is now, whatever happens to part later
-        future = self.pool.submit(compile_part, as_now, self.options, self.kind, self.jit)
+        try:
+            future = self.pool.submit(compile_part, as_now, self.options, self.kind, self.jit)
+        except BrokenProcessPool:
+            self.pool = None   # compile_parts reports it, or starts new workers
+            return
         self.started[part.name] = (future, part.opt_level, part.vectorize)
 
     def futures(self, parts: list[Part]) -> dict:
