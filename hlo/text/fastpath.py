@@ -29,14 +29,15 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _STRING = r'"(?:[^"\\\n]++|\\.)*+"'
 _FLAT_BRACES = rf'\{{(?:[^{{}}"\n]++|{_STRING})*+\}}'
 
-# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE)
+# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE);
+# operands written `(%a, %b)` (the common form) have a group of their own
 _LINE = re.compile(rf"""
     ^[ \t]*
     (?P<root>ROOT[ \t]+)?
     (?:%(?P<name>{_NAME})[ \t]*|(?P<bare>{_NAME})[ \t]+)=[ \t]*
     (?P<shape>[a-z][a-z0-9]*\[(?:[0-9]+(?:,[0-9]+)*)?\](?:\{{[0-9]+(?:,[0-9]+)*\}})?)[ \t]+
     (?P<opcode>{_NAME})
-    (?P<operands>\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
+    (?P<operands>(?P<names>\(%{_NAME}(?:,[ ]%{_NAME})*\))|\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
     (?P<attrs>[ \t]*,[^\n]*)?$""", re.M | re.X)
 _END = r"(?=[ \t]*(?:,|\r?$))"
 # `, name=value`: the group that matches says what the value is (an atom is classified by the lexer)
@@ -48,6 +49,8 @@ _ATTRIBUTE = re.compile(rf"""[ \t]*,[ \t]*({_NAME})=(?:
     | (?P<ref>%{_NAME}){_END}
     | (?P<int>-?[0-9]+){_END}
     | (?P<atom>[^,{{}}()\[\]"\s]++))""", re.X)
+_METADATA = ", metadata={"
+_METADATA_VALUE = re.compile(rf"({_FLAT_BRACES})[ \t]*\r?")  # the value of a last `, metadata=`
 _TRAILING_SPACE = re.compile(r"[ \t]*\r?")
 _WORD = re.compile(_NAME)
 _INT = re.compile(r"-?[0-9]+")
@@ -155,23 +158,28 @@ class _LineReader:
 
     def record(self, m: re.Match) -> tuple[InstrRec, int]:
         """The line's record and where its last token ends."""
-        root, name, shape_text, opcode, attributes = m.group("root", "name", "shape", "opcode", "attrs")
+        root, name, bare, shape_text, opcode, operand_text, names, attributes = m.groups()
         if name is not None:
-            pos = m.start("name") - 1
+            pos = m.start(2) - 1
         else:
-            name, pos = m.group("bare"), m.start("bare")
+            name, pos = bare, m.start(3)
             _identifier(name)
         shape = _SHAPES.get(shape_text)
         if shape is None:
             shape = _shape(shape_text)
         if opcode not in _OPCODE_WORDS:
             _identifier(opcode)
-        start, end = m.span("operands")
-        operands = self.operands(opcode, start, end)
+        opcode_pos = m.start(5)
+        start = opcode_pos + len(opcode)  # the '('
+        end = start + len(operand_text)
+        if names is not None:
+            operands = _plain_operands(names, start)
+        else:
+            operands = self.operands(opcode, start, end)
         attrs = ()
         if attributes is not None:
-            attrs, end = self.attributes(*m.span("attrs"))
-        return InstrRec(root is not None, name, pos, shape, opcode, m.start("opcode"), operands, attrs), end
+            attrs, end = self.attributes(m.start(8), m.end(8))
+        return InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
 
     # -- operands
     def operands(self, opcode: str, start: int, end: int) -> list:
@@ -234,14 +242,32 @@ class _LineReader:
     # -- attributes
     def attributes(self, start: int, end: int) -> tuple[list, int]:
         """The attribute records of `, a=1, b={...}` up to `end` (the line's end), and where the
-        last one ends."""
+        last one ends. A last `, metadata={...}` (most lines of a dump end so) is found from the end."""
+        text = self.text
+        last = text.rfind(_METADATA, start, end)
+        if last >= 0:
+            value_at = last + len(_METADATA) - 1
+            braces = _METADATA_VALUE.fullmatch(text, value_at, end)
+            if braces is not None:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
+                out, pos = self.attribute_list(start, last) if last > start else ([], last)
+                if pos == last:
+                    out.append(("metadata", V.RawBraces(braces.group(1), value_at), last + 2))
+                    return out, braces.end(1)
+        out, pos = self.attribute_list(start, end)
+        if pos != end and _TRAILING_SPACE.match(text, pos, end).end() != end:
+            raise _NotOrdinary
+        return out, pos
+
+    def attribute_list(self, start: int, end: int) -> tuple[list, int]:
+        """The attribute records that follow one another from `start`, and where the last one ends."""
         out = []
         pos = start
         known_values = self.known_values
         for am in _ATTRIBUTE.finditer(self.text, start, end):
-            if am.start() != pos:
+            at, after = am.span()
+            if at != pos:
                 break
-            pos = am.end()
+            pos = after
             kind = am.lastgroup
             name, written = am.group(1, kind)
             if name in LAZY_ATTRIBUTES and (kind == "braces" or kind == "ints"):
@@ -254,8 +280,6 @@ class _LineReader:
                     if known is not None:
                         known[written] = value
             out.append((name, value, am.start(1)))
-        if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
-            raise _NotOrdinary
         return out, pos
 
     def value(self, kind: str, written: str, start: int):
@@ -285,6 +309,16 @@ class _LineReader:
         if convert is None:
             raise _NotOrdinary
         return convert(written)
+
+
+def _plain_operands(names: str, start: int) -> list:
+    """The operands of `(%a, %b)` (the lexer's OPERAND_NAMES; records._operand_list reads the same)."""
+    out = []
+    pos = start + 1
+    for word in names[1:-1].split(", "):
+        out.append(OperandRef(word[1:], pos, None))
+        pos += len(word) + 2
+    return out
 
 
 def _range(m: re.Match) -> V.Bracketed:
