@@ -71,7 +71,7 @@ def instruction_runs(text: str, item: Optional[Callable] = None) -> dict[int, tu
     runs: dict[int, tuple[int, list]] = {}
     run_start, run_end, records = -1, -1, []
     for m, rec, end in _ordinary_lines(text):
-        body = m.start("root") if rec.is_root else rec.pos
+        body = m.start(1) if rec.is_root else rec.pos
         made = rec if item is None else item(m, rec, end)
         if records and text[run_end:body].isspace():
             records.append(made)
@@ -103,14 +103,14 @@ def _ordinary_lines(text: str) -> list[tuple[re.Match, InstrRec, int]]:
     last_text, lines = _last_read
     if last_text is text:
         return lines
-    reader = _LineReader(text)
+    line = _LineReader(text).line
     lines = []
+    append = lines.append
     for m in _LINE.finditer(text):
         try:
-            rec, end = reader.record(m)
+            append(line(m))
         except (_NotOrdinary, SyntaxInCallback, ValueError):
             continue
-        lines.append((m, rec, end))
     if _keep_last and len(text) > _KEEP_ABOVE:
         globals()["_last_read"] = (text, lines)
     return lines
@@ -156,8 +156,8 @@ class _LineReader:
         # (they are immutable, and records are shared anyway): lines repeat dimensions={1}, kind=kLoop ...
         self.known_values: dict[str, dict] = {kind: {} for kind in _KINDS_READ_ALIKE}
 
-    def record(self, m: re.Match) -> tuple[InstrRec, int]:
-        """The line's record and where its last token ends."""
+    def line(self, m: re.Match) -> tuple[re.Match, InstrRec, int]:
+        """The line's match, its record and where its last token ends."""
         root, name, bare, shape_text, opcode, operand_text, names, attributes = m.groups()
         if name is not None:
             pos = m.start(2) - 1
@@ -178,8 +178,8 @@ class _LineReader:
             operands = self.operands(opcode, start, end)
         attrs = ()
         if attributes is not None:
-            attrs, end = self.attributes(m.start(8), m.end(8))
-        return InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
+            attrs, end = self.attributes(end, m.end())
+        return m, InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
 
     # -- operands
     def operands(self, opcode: str, start: int, end: int) -> list:
