@@ -247,12 +247,12 @@ class _LineReader:
         last = text.rfind(_METADATA, start, end)
         if last >= 0:
             value_at = last + len(_METADATA) - 1
-            braces = _METADATA_VALUE.fullmatch(text, value_at, end)
-            if braces is not None:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
+            close = _braces_to_end(text, value_at, end)
+            if close > 0:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
                 out, pos = self.attribute_list(start, last) if last > start else ([], last)
                 if pos == last:
-                    out.append(("metadata", V.RawBraces(braces.group(1), value_at), last + 2))
-                    return out, braces.end(1)
+                    out.append(("metadata", V.RawBraces(text[value_at:close], value_at), last + 2))
+                    return out, close
         out, pos = self.attribute_list(start, end)
         if pos != end and _TRAILING_SPACE.match(text, pos, end).end() != end:
             raise _NotOrdinary
@@ -309,6 +309,18 @@ class _LineReader:
         if convert is None:
             raise _NotOrdinary
         return convert(written)
+
+
+def _braces_to_end(text: str, start: int, end: int) -> int:
+    """Where `{...}` at `start` ends if it is _FLAT_BRACES running to `end` (spaces aside), else -1.
+    The usual metadata is checked without the regular expression: no braces inside, no
+    backslashes and whole strings (an even number of quotes) make it flat braces."""
+    close = end
+    if (text[end - 1] == "}" and text.find("{", start + 1, close) < 0 and text.find("}", start + 1, close - 1) < 0
+            and text.find("\\", start, close) < 0 and not text.count('"', start, close) % 2):
+        return close
+    braces = _METADATA_VALUE.fullmatch(text, start, end)
+    return -1 if braces is None else braces.end(1)
 
 
 def _plain_operands(names: str, start: int) -> list:
