@@ -58,6 +58,7 @@ _OPERAND_ITEM = re.compile(r"[ \t]*(?:/\*index=[0-9]+\*/[ \t]*)?([^,\s/]+)[ \t]*
 _SLICES = re.compile(r"\{\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\](?:, \[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\])*\}")
 _RANGE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
 _KEYWORD_VALUES = ("TRUE", "FALSE", "INF")
+_SHARED_LITERAL_CHARS = 256
 _KINDS_READ_ALIKE = ("ints", "braces", "string", "word", "ref", "int")  # value() does not look at the position
 
 
@@ -155,6 +156,7 @@ class _LineReader:
         # kind -> {written: value} for the values that do not depend on where they are written
         # (they are immutable, and records are shared anyway): lines repeat dimensions={1}, kind=kLoop ...
         self.known_values: dict[str, dict] = {kind: {} for kind in _KINDS_READ_ALIKE}
+        self.literals: dict[str, list] = {}
 
     def line(self, m: re.Match) -> tuple[re.Match, InstrRec, int]:
         """The line's match, its record and where its last token ends."""
@@ -192,14 +194,25 @@ class _LineReader:
         if opcode == Op.CONSTANT:
             fast = self.literal_text(text, start)
             if fast is not None:
-                structure = literal_structure(fast.group())
-                if fast.end() != end or structure is None:
+                if fast.end() != end:
                     raise _NotOrdinary
-                return [LiteralOperand(structure)]
+                return [LiteralOperand(self.literal(fast.group()))]
         inner = text[start + 1:end - 1]
         if not inner.strip(" \t"):
             return _OperandList()
         return self.operand_sequence(start + 1, end - 1)
+
+    def literal(self, written: str):
+        """literal_structure() of a constant's LITERAL_TEXT, once per text for short ones (dumps repeat
+        small constants; records are never mutated, so lines may share it)."""
+        structure = self.literals.get(written)
+        if structure is None:
+            structure = literal_structure(written)
+            if structure is None:
+                raise _NotOrdinary
+            if len(written) <= _SHARED_LITERAL_CHARS:
+                self.literals[written] = structure
+        return structure
 
     def operand_sequence(self, start: int, end: int) -> _OperandList:
         """`a, %b, 1`: names and numbers (what the grammar's operand_seq makes of them)."""
