@@ -8,7 +8,10 @@ Large dumps are mostly lines such as
 the InstrRec the grammar's callbacks would build (with the same value functions of
 records.py and the lexer's own token patterns deciding what each word is); the lexer
 hands a run of consecutive such lines to the LALR driver as one INSTRUCTION_LINES token
-(grammar/hlo.lark). A line that is not exactly of this form (a tuple shape, a comment, a
+(grammar/hlo.lark). The two commonest pieces of a line skip the general readers: operands
+written `(%a, %b)` are split in place, and a last `, metadata={...}` is found from the line's
+end and checked to be the lexer's BRACED by string scans (tests/parser/test_fast_forms.py).
+A line that is not exactly of this form (a tuple shape, a comment, a
 value the fast path does not know) is left to the grammar, and so is any text whose
 fast parse fails: recovery.py parses it again without the fast path, so that every
 diagnostic and every recovery step is the grammar's. tests/parser/test_fastpath.py
