@@ -53,6 +53,7 @@ _ATTRIBUTE = re.compile(rf"""[ \t]*,[ \t]*({_NAME})=(?:
     | (?P<int>-?[0-9]+){_END}
     | (?P<atom>[^,{{}}()\[\]"\s]++))""", re.X)
 _METADATA = ", metadata={"
+_METADATA_BRACE = len(_METADATA) - 1  # where its '{' is
 _METADATA_VALUE = re.compile(rf"({_FLAT_BRACES})[ \t]*\r?")  # the value of a last `, metadata=`
 _TRAILING_SPACE = re.compile(r"[ \t]*\r?")
 _WORD = re.compile(_NAME)
@@ -183,7 +184,13 @@ class _LineReader:
             operands = self.operands(opcode, start, end)
         attrs = ()
         if attributes is not None:
-            attrs, end = self.attributes(end, m.end())
+            close = _braces_to_end(self.text, end + _METADATA_BRACE, m.end()) if attributes.startswith(_METADATA) else -1
+            if close > 0:  # `, metadata={...}` alone (what attributes() reads, without its search)
+                value_at = end + _METADATA_BRACE
+                attrs = [("metadata", V.RawBraces(self.text[value_at:close], value_at), end + 2)]
+                end = close
+            else:
+                attrs, end = self.attributes(end, m.end())
         return m, InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
 
     # -- operands
@@ -262,7 +269,7 @@ class _LineReader:
         text = self.text
         last = text.rfind(_METADATA, start, end)
         if last >= 0:
-            value_at = last + len(_METADATA) - 1
+            value_at = last + _METADATA_BRACE
             close = _braces_to_end(text, value_at, end)
             if close > 0:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
                 out, pos = self.attribute_list(start, last) if last > start else ([], last)
