@@ -100,6 +100,12 @@ class ValidInstructions:
     def __init__(self):
         self.shapes = ShapeTokens()
         self.keys: set = set()
+        self.token_by_id: dict[int, int] = {}  # id(shape) -> token + 1 (self.shapes keeps the shape alive)
+
+    def token(self, shape) -> int:
+        """ShapeTokens' token of `shape`, plus one (so that every known token is true)."""
+        token = self.token_by_id[id(shape)] = self.shapes(shape) + 1
+        return token
 
     def key(self, inst):
         """The memo key of `inst`, or None when it cannot have one (it may still be unhashable)."""
@@ -107,7 +113,7 @@ class ValidInstructions:
         shape = inst.shape
         if opcode in _NOT_MEMOIZED or shape is None:
             return None
-        token = self.shapes
+        token, known = self.token, self.token_by_id.get
         attrs = inst.attrs
         try:
             if attrs:
@@ -115,7 +121,8 @@ class ValidInstructions:
                                else (name, type(value), value) for name, value in attrs.items()])
             else:
                 attrs = ()
-            return opcode, token(shape), tuple([token(op.shape) for op in inst.operands]), attrs
+            return (opcode, known(id(shape)) or token(shape),
+                    tuple([known(id(op.shape)) or token(op.shape) for op in inst.operands]), attrs)
         except TypeError:  # an unhashable shape (a broken module): no memo
             return None
 
