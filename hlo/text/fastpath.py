@@ -184,11 +184,11 @@ class _LineReader:
             operands = self.operands(opcode, start, end)
         attrs = ()
         if attributes is not None:
-            close = _braces_to_end(self.text, end + _METADATA_BRACE, m.end()) if attributes.startswith(_METADATA) else -1
-            if close > 0:  # `, metadata={...}` alone (what attributes() reads, without its search)
-                value_at = end + _METADATA_BRACE
-                attrs = [("metadata", V.RawBraces(self.text[value_at:close], value_at), end + 2)]
-                end = close
+            value_at = end + _METADATA_BRACE
+            value = _braces_to_end(self.text, value_at, m.end()) if attributes.startswith(_METADATA) else None
+            if value is not None:  # `, metadata={...}` alone (what attributes() reads, without its search)
+                attrs = [("metadata", V.RawBraces(value, value_at), end + 2)]
+                end = value_at + len(value)
             else:
                 attrs, end = self.attributes(end, m.end())
         return m, InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
@@ -270,12 +270,12 @@ class _LineReader:
         last = text.rfind(_METADATA, start, end)
         if last >= 0:
             value_at = last + _METADATA_BRACE
-            close = _braces_to_end(text, value_at, end)
-            if close > 0:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
+            value = _braces_to_end(text, value_at, end)
+            if value is not None:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
                 out, pos = self.attribute_list(start, last) if last > start else ([], last)
                 if pos == last:
-                    out.append(("metadata", V.RawBraces(text[value_at:close], value_at), last + 2))
-                    return out, close
+                    out.append(("metadata", V.RawBraces(value, value_at), last + 2))
+                    return out, value_at + len(value)
         out, pos = self.attribute_list(start, end)
         if pos != end and _TRAILING_SPACE.match(text, pos, end).end() != end:
             raise _NotOrdinary
@@ -334,16 +334,16 @@ class _LineReader:
         return convert(written)
 
 
-def _braces_to_end(text: str, start: int, end: int) -> int:
-    """Where `{...}` at `start` ends if it is _FLAT_BRACES running to `end` (spaces aside), else -1.
+def _braces_to_end(text: str, start: int, end: int) -> Optional[str]:
+    """The `{...}` at `start` if it is _FLAT_BRACES running to `end` (spaces aside), else None.
     The usual metadata is checked without the regular expression: no braces inside, no
     backslashes and whole strings (an even number of quotes) make it flat braces."""
-    close = end
-    if (text[end - 1] == "}" and text.find("{", start + 1, close) < 0 and text.find("}", start + 1, close - 1) < 0
-            and text.find("\\", start, close) < 0 and not text.count('"', start, close) % 2):
-        return close
+    value = text[start:end]
+    if (value[-1] == "}" and "\\" not in value and value.count("{") == 1 == value.count("}")
+            and not value.count('"') % 2):
+        return value
     braces = _METADATA_VALUE.fullmatch(text, start, end)
-    return -1 if braces is None else braces.end(1)
+    return None if braces is None else braces.group(1)
 
 
 def _plain_operands(names: str, start: int) -> list:
