@@ -98,7 +98,7 @@ class Instruction:
         self.opcode = opcode
         self.shape = shape
         self.operands: list[Instruction] = []
-        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.attrs: dict[str, Any] = {} if attrs is None else dict(attrs)
         self.users: list[Instruction] = []
         self.parent: Optional[Computation] = None
         self.loc = loc

@@ -22,6 +22,7 @@ from typing import Optional
 
 from ..attributes import format_int_list
 from ..diagnostics import Diagnostic, DiagnosticSink, SourceLoc
+from ..literal import Literal
 from ..opcodes import OPCODES, Op, Trait, ops_with
 from ..shape_inference import (ShapeError, ShapeTokens, compatible, display_opcode, fmt, infer_shape,
                                numbered_parameters, subshape)
@@ -87,8 +88,8 @@ def _check_instruction(inst, sink: DiagnosticSink, report_secondary: bool = Fals
 
 # Always checked in full: the shape rules of async ops read the instructions they wrap, not only
 # their opcode, shapes and attributes (called computations are compared by identity: they do
-# not change while a module is checked); constants would only be hashed for nothing.
-_NOT_MEMOIZED = ops_with(Trait.ASYNC_WRAPPER) | {Op.CONSTANT}
+# not change while a module is checked). Of a constant's literal, the checks read only its shape.
+_NOT_MEMOIZED = ops_with(Trait.ASYNC_WRAPPER)
 
 
 class ValidInstructions:
@@ -99,21 +100,29 @@ class ValidInstructions:
     def __init__(self):
         self.shapes = ShapeTokens()
         self.keys: set = set()
+        self.token_by_id: dict[int, int] = {}  # id(shape) -> token + 1 (self.shapes keeps the shape alive)
+
+    def token(self, shape) -> int:
+        """ShapeTokens' token of `shape`, plus one (so that every known token is true)."""
+        token = self.token_by_id[id(shape)] = self.shapes(shape) + 1
+        return token
 
     def key(self, inst):
-        """The memo key of `inst`, or None when it cannot have one."""
-        if inst.opcode in _NOT_MEMOIZED or inst.shape is None:
+        """The memo key of `inst`, or None when it cannot have one (it may still be unhashable)."""
+        opcode = inst.opcode
+        shape = inst.shape
+        if opcode in _NOT_MEMOIZED or shape is None:
             return None
-        attrs = ()
-        if inst.attrs:
-            attrs = tuple([(name, type(value), value) for name, value in inst.attrs.items()])
-            try:
-                hash(attrs)
-            except TypeError:
-                return None
-        shapes = self.shapes
+        token, known = self.token, self.token_by_id.get
+        attrs = inst.attrs
         try:
-            return inst.opcode, shapes(inst.shape), tuple([shapes(op.shape) for op in inst.operands]), attrs
+            if attrs:
+                attrs = tuple([(name, Literal, token(value.shape)) if type(value) is Literal
+                               else (name, type(value), value) for name, value in attrs.items()])
+            else:
+                attrs = ()
+            return (opcode, known(id(shape)) or token(shape),
+                    tuple([known(id(op.shape)) or token(op.shape) for op in inst.operands]), attrs)
         except TypeError:  # an unhashable shape (a broken module): no memo
             return None
 
@@ -157,13 +166,21 @@ def _check_computation(comp, sink: DiagnosticSink, valid: ValidInstructions) -> 
         return
     _check_parameter_numbers(comp, sink)
     _check_root(comp, sink)
+    key_of, keys = valid.key, valid.keys
     for inst in comp.instructions:
-        _check_operands_in(comp, inst, sink)
-        key = valid.key(inst)
-        if key is not None and key in valid.keys:
-            continue
+        for operand in inst.operands:
+            if operand.parent is not comp:
+                _report_foreign_operands(comp, inst, sink)
+                break
+        key = key_of(inst)
+        if key is not None:
+            try:
+                if key in keys:
+                    continue
+            except TypeError:  # an attribute value that cannot be hashed: no memo
+                key = None
         if _check_instruction(inst, sink) and key is not None:
-            valid.keys.add(key)
+            keys.add(key)
 
 
 def _check_parameter_numbers(comp, sink: DiagnosticSink) -> None:
@@ -198,7 +215,7 @@ def _check_root(comp, sink: DiagnosticSink) -> None:
                         (f"the ROOT of %{comp.name} is here", root.loc)))
 
 
-def _check_operands_in(comp, inst, sink: DiagnosticSink) -> None:
+def _report_foreign_operands(comp, inst, sink: DiagnosticSink) -> None:
     for i, operand in enumerate(inst.operands):
         if operand.parent is not comp:
             where = f"computation %{operand.parent.name}" if operand.parent is not None else "no computation"

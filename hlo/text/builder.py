@@ -16,7 +16,7 @@ from ..attributes import (FrontendAttributes, Metadata, convert_attribute, to_sh
 from ..generic_attributes import check_generic_attribute
 from ..diagnostics import Diagnostic, DiagnosticSink, HloError, SourceFile, SourceLoc
 from ..ir import AliasEntry, Computation, Instruction, Module, NameUniquer, ProgramShape
-from ..literal import literal_from_value
+from ..literal import Literal, literal_from_value
 from ..opcodes import GENERIC_ATTRIBUTES, OPCODES, Op, Trait, ops_with, split_async_sugar, wrapped_attr_specs
 from ..shape_inference import infer_shape
 from ..shapes import PRIMITIVE_TYPES, Shape
@@ -27,6 +27,10 @@ from .records import CompRec, HeaderRec, InstrRec, LiteralOperand, OperandRef
 _GENERIC = frozenset(GENERIC_ATTRIBUTES)
 _new_tuple = tuple.__new__  # SourceLoc(file, offset) without the named tuple's Python-level __new__
 _LITERAL_OPERAND = ops_with(Trait.LITERAL_OPERAND)  # a number or literal where operands go
+_LITERAL = object()  # Builder.operand(): the operand is a literal value
+_SELECT = Op.SELECT
+_RAW_BRACES = V.RawBraces
+_plain_metadata = METADATA_FIELD_RE.fullmatch  # metadata of known fields, kept verbatim
 
 
 def _required(specs) -> tuple[str, ...]:
@@ -49,6 +53,7 @@ class Builder:
         # (id(spec), id(value)) -> (value, typed value): the fast path gives lines writing the same
         # value one value object (fastpath.py), converted once here when the result is immutable
         self.converted: dict[tuple[int, int], tuple] = {}
+        self.literals: dict[tuple, tuple] = {}  # (id(shape), _literal_key) -> (shape, Literal)
 
     def loc(self, offset: int) -> SourceLoc:
         return SourceLoc(self.source, offset if offset > 0 else 0)
@@ -205,27 +210,20 @@ class Builder:
         ok = True
         literals = False  # literal values where instruction operands go
         for op in (rec.operands if opcode not in _LITERAL_OPERAND else ()):
-            kind = type(op)
-            if kind is OperandRef:
+            if type(op) is OperandRef and op.shape is None:  # the usual `%name`
                 target = scope.get(op.name)
-                if target is None:
-                    ok = False
-                    self.undefined_operand(op, rec, later)
+                if target is not None:
+                    operands.append(target)
+                    locs.append(_new_tuple(SourceLoc, (source, op.pos)))
                     continue
-                if op.shape is not None and target.shape is not None and not op.shape.compatible(target.shape):
-                    self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
-                             f"{target.shape}", op.pos, "defined here", target.loc.offset)
-                operands.append(target)
-                locs.append(_new_tuple(SourceLoc, (source, op.pos)))
-            elif kind is InstrRec:  # nested instruction: gets a generated name
-                inner = self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
-                if inner is None:
-                    ok = False
-                else:
-                    operands.append(inner)
-                    locs.append(SourceLoc(source, op.pos))
-            else:
+            operand = self.operand(op, rec, comp, scope, later)
+            if operand is None:
+                ok = False
+            elif operand is _LITERAL:
                 literals = True
+            else:
+                operands.append(operand)
+                locs.append(_new_tuple(SourceLoc, (source, op.pos)))
         if name in scope:
             self.err(f"instruction name '%{name}' is already defined in computation '{comp.name}'", rec.pos,
                      "previous definition is here", scope[name].loc.offset)
@@ -243,7 +241,7 @@ class Builder:
         for target in operands:
             target.users.append(inst)
         inst.operand_locs = locs
-        if opcode in _LITERAL_OPERAND or literals:
+        if literals or opcode in _LITERAL_OPERAND:
             ok = self.leaf_operand(inst, rec) and ok
         if rec.attrs or sugar is not None:
             self.attributes(inst, rec, scope, sugar)
@@ -251,13 +249,29 @@ class Builder:
             self.required_attributes(inst, rec, _REQUIRED[opcode], ())
         if sugar is not None:
             self.expand_async_sugar(inst, sugar, comp)
-        if opcode == Op.SELECT and ok and _legacy_select(inst):
+        if opcode == _SELECT and ok and _legacy_select(inst):
             inst = self.canonical_select(inst, comp, scope)
         comp.add(inst)
         scope[name] = inst
         if inst.shape is None and ok:
             self.infer_shape(inst)
         return inst
+
+    def operand(self, op, rec: InstrRec, comp: Computation, scope: dict, later: "_Defined"):
+        """The instruction an operand record names or builds (None after an error), or _LITERAL for a
+        literal value where instruction operands go."""
+        kind = type(op)
+        if kind is OperandRef:
+            target = scope.get(op.name)
+            if target is None:
+                self.undefined_operand(op, rec, later)
+            elif op.shape is not None and target.shape is not None and not op.shape.compatible(target.shape):
+                self.err(f"operand '%{op.name}' is written with shape {op.shape} but has shape "
+                         f"{target.shape}", op.pos, "defined here", target.loc.offset)
+            return target
+        if kind is InstrRec:  # nested instruction: gets a generated name
+            return self.instruction(op, comp, scope, later, _nested_name(op.opcode, scope))
+        return _LITERAL
 
     # Old dumps (and XLA's builder) allow a scalar predicate selecting whole arrays, and tuple
     # operands; the verifier no longer does. They become a broadcast predicate and one select
@@ -332,13 +346,28 @@ class Builder:
                 self.err("constant needs its shape written before the opcode", rec.opcode_pos)
                 return False
             try:
-                inst.attrs["literal"] = literal_from_value(inst.shape, ops[0].value)
+                inst.attrs["literal"] = self.literal(inst.shape, ops[0].value)
             except ValueError as exc:
                 self.literal_error(inst, rec, exc)
                 return False
             return True
         self.err(f"'{opcode}' takes instruction operands, not literal values", rec.opcode_pos)
         return False
+
+    def literal(self, shape: Shape, value) -> Literal:
+        """literal_from_value(shape, value), converted once per shape object and written value
+        (dumps repeat small constants); each instruction gets an array of its own."""
+        key = _literal_key(value)
+        if key is None:
+            return literal_from_value(shape, value)
+        key = (id(shape), key)
+        known = self.literals.get(key)
+        if known is None or known[0] is not shape:
+            known = self.literals[key] = (shape, literal_from_value(shape, value))
+        template = known[1]
+        if template.array is None or template.elements is not None:
+            return literal_from_value(shape, value)
+        return Literal(shape, template.array.copy())
 
     def literal_error(self, inst: Instruction, rec: InstrRec, exc: ValueError) -> None:
         text = self.source.text
@@ -351,17 +380,16 @@ class Builder:
     def attributes(self, inst: Instruction, rec: InstrRec, scope: dict, sugar) -> None:
         opcode = inst.opcode
         specs = wrapped_attr_specs(opcode) if sugar is not None else _SPECS[opcode]
-        seen: dict[str, int] = {}
         source = self.source
-        attr_locs = inst.attr_locs
+        attr_locs = inst.attr_locs  # (also what was seen: the instruction is new)
         for name, value, pos in rec.attrs:
-            if name in seen:
-                self.err(f"attribute '{name}' is given more than once", pos, "first given here", seen[name])
+            if name in attr_locs:
+                self.err(f"attribute '{name}' is given more than once", pos, "first given here",
+                         attr_locs[name].offset)
                 continue
-            seen[name] = pos
             attr_locs[name] = _new_tuple(SourceLoc, (source, pos))
             try:
-                if name == "metadata" and type(value) is V.RawBraces and METADATA_FIELD_RE.fullmatch(value.text):
+                if name == "metadata" and type(value) is _RAW_BRACES and _plain_metadata(value.text):
                     inst.metadata = Metadata(value.text)  # the usual case of _metadata(), inline
                 elif name in _GENERIC:
                     self.generic_attribute(inst, name, value, scope)
@@ -377,7 +405,7 @@ class Builder:
                 self.sink.extend(exc)
         required = _required(specs) if sugar is not None else _REQUIRED[opcode]
         if required:
-            self.required_attributes(inst, rec, required, seen)
+            self.required_attributes(inst, rec, required, attr_locs)
 
     def convert(self, spec, value):
         """convert_attribute(spec, value), once per value object when the typed value is immutable."""
@@ -590,6 +618,20 @@ def _donor(item):
     if not (isinstance(item, V.Paren) and len(item.items) == 2 and _is_plain_int(item.items[0])):
         raise ValueError("expected entries like (0, {})")
     return int(item.items[0]), to_shape_index(item.items[1])
+
+
+_MAX_KEYED_ELEMENTS = 64
+
+
+def _literal_key(value):
+    """A key for the literals cache that equal written values (and only they) share: integers, nonzero
+    floats (0.0 == -0.0) and short lists of integers, with their types (True == 1); None for others."""
+    kind = type(value)
+    if kind is int or (kind is float and value != 0.0):
+        return kind, value
+    if kind is list and len(value) <= _MAX_KEYED_ELEMENTS and all(type(x) is int for x in value):
+        return kind, tuple(value)
+    return None
 
 
 def _immutable(value) -> bool:

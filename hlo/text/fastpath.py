@@ -8,7 +8,10 @@ Large dumps are mostly lines such as
 the InstrRec the grammar's callbacks would build (with the same value functions of
 records.py and the lexer's own token patterns deciding what each word is); the lexer
 hands a run of consecutive such lines to the LALR driver as one INSTRUCTION_LINES token
-(grammar/hlo.lark). A line that is not exactly of this form (a tuple shape, a comment, a
+(grammar/hlo.lark). The two commonest pieces of a line skip the general readers: operands
+written `(%a, %b)` are split in place, and a last `, metadata={...}` is found from the line's
+end and checked to be the lexer's BRACED by string scans (tests/parser/test_fast_forms.py).
+A line that is not exactly of this form (a tuple shape, a comment, a
 value the fast path does not know) is left to the grammar, and so is any text whose
 fast parse fails: recovery.py parses it again without the fast path, so that every
 diagnostic and every recovery step is the grammar's. tests/parser/test_fastpath.py
@@ -29,14 +32,15 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _STRING = r'"(?:[^"\\\n]++|\\.)*+"'
 _FLAT_BRACES = rf'\{{(?:[^{{}}"\n]++|{_STRING})*+\}}'
 
-# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE)
+# One instruction on one line: ROOT? name = shape opcode(operands) , attributes (read by _ATTRIBUTE);
+# operands written `(%a, %b)` (the common form) have a group of their own
 _LINE = re.compile(rf"""
     ^[ \t]*
     (?P<root>ROOT[ \t]+)?
     (?:%(?P<name>{_NAME})[ \t]*|(?P<bare>{_NAME})[ \t]+)=[ \t]*
     (?P<shape>[a-z][a-z0-9]*\[(?:[0-9]+(?:,[0-9]+)*)?\](?:\{{[0-9]+(?:,[0-9]+)*\}})?)[ \t]+
     (?P<opcode>{_NAME})
-    (?P<operands>\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
+    (?P<operands>(?P<names>\(%{_NAME}(?:,[ ]%{_NAME})*\))|\((?:[^()\n"'/]++|/\*index=[0-9]+\*/)*+\))
     (?P<attrs>[ \t]*,[^\n]*)?$""", re.M | re.X)
 _END = r"(?=[ \t]*(?:,|\r?$))"
 # `, name=value`: the group that matches says what the value is (an atom is classified by the lexer)
@@ -48,6 +52,9 @@ _ATTRIBUTE = re.compile(rf"""[ \t]*,[ \t]*({_NAME})=(?:
     | (?P<ref>%{_NAME}){_END}
     | (?P<int>-?[0-9]+){_END}
     | (?P<atom>[^,{{}}()\[\]"\s]++))""", re.X)
+_METADATA = ", metadata={"
+_METADATA_BRACE = len(_METADATA) - 1  # where its '{' is
+_METADATA_VALUE = re.compile(rf"({_FLAT_BRACES})[ \t]*\r?")  # the value of a last `, metadata=`
 _TRAILING_SPACE = re.compile(r"[ \t]*\r?")
 _WORD = re.compile(_NAME)
 _INT = re.compile(r"-?[0-9]+")
@@ -55,6 +62,7 @@ _OPERAND_ITEM = re.compile(r"[ \t]*(?:/\*index=[0-9]+\*/[ \t]*)?([^,\s/]+)[ \t]*
 _SLICES = re.compile(r"\{\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\](?:, \[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\])*\}")
 _RANGE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
 _KEYWORD_VALUES = ("TRUE", "FALSE", "INF")
+_SHARED_LITERAL_CHARS = 256
 _KINDS_READ_ALIKE = ("ints", "braces", "string", "word", "ref", "int")  # value() does not look at the position
 
 
@@ -68,7 +76,7 @@ def instruction_runs(text: str, item: Optional[Callable] = None) -> dict[int, tu
     runs: dict[int, tuple[int, list]] = {}
     run_start, run_end, records = -1, -1, []
     for m, rec, end in _ordinary_lines(text):
-        body = m.start("root") if rec.is_root else rec.pos
+        body = m.start(1) if rec.is_root else rec.pos
         made = rec if item is None else item(m, rec, end)
         if records and text[run_end:body].isspace():
             records.append(made)
@@ -100,14 +108,14 @@ def _ordinary_lines(text: str) -> list[tuple[re.Match, InstrRec, int]]:
     last_text, lines = _last_read
     if last_text is text:
         return lines
-    reader = _LineReader(text)
+    line = _LineReader(text).line
     lines = []
+    append = lines.append
     for m in _LINE.finditer(text):
         try:
-            rec, end = reader.record(m)
+            append(line(m))
         except (_NotOrdinary, SyntaxInCallback, ValueError):
             continue
-        lines.append((m, rec, end))
     if _keep_last and len(text) > _KEEP_ABOVE:
         globals()["_last_read"] = (text, lines)
     return lines
@@ -152,26 +160,38 @@ class _LineReader:
         # kind -> {written: value} for the values that do not depend on where they are written
         # (they are immutable, and records are shared anyway): lines repeat dimensions={1}, kind=kLoop ...
         self.known_values: dict[str, dict] = {kind: {} for kind in _KINDS_READ_ALIKE}
+        self.literals: dict[str, list] = {}
 
-    def record(self, m: re.Match) -> tuple[InstrRec, int]:
-        """The line's record and where its last token ends."""
-        root, name, shape_text, opcode, attributes = m.group("root", "name", "shape", "opcode", "attrs")
+    def line(self, m: re.Match) -> tuple[re.Match, InstrRec, int]:
+        """The line's match, its record and where its last token ends."""
+        root, name, bare, shape_text, opcode, operand_text, names, attributes = m.groups()
         if name is not None:
-            pos = m.start("name") - 1
+            pos = m.start(2) - 1
         else:
-            name, pos = m.group("bare"), m.start("bare")
+            name, pos = bare, m.start(3)
             _identifier(name)
         shape = _SHAPES.get(shape_text)
         if shape is None:
             shape = _shape(shape_text)
         if opcode not in _OPCODE_WORDS:
             _identifier(opcode)
-        start, end = m.span("operands")
-        operands = self.operands(opcode, start, end)
+        opcode_pos = m.start(5)
+        start = opcode_pos + len(opcode)  # the '('
+        end = start + len(operand_text)
+        if names is not None:
+            operands = _plain_operands(names, start)
+        else:
+            operands = self.operands(opcode, start, end)
         attrs = ()
         if attributes is not None:
-            attrs, end = self.attributes(*m.span("attrs"))
-        return InstrRec(root is not None, name, pos, shape, opcode, m.start("opcode"), operands, attrs), end
+            value_at = end + _METADATA_BRACE
+            value = _braces_to_end(self.text, value_at, m.end()) if attributes.startswith(_METADATA) else None
+            if value is not None:  # `, metadata={...}` alone (what attributes() reads, without its search)
+                attrs = [("metadata", V.RawBraces(value, value_at), end + 2)]
+                end = value_at + len(value)
+            else:
+                attrs, end = self.attributes(end, m.end())
+        return m, InstrRec(root is not None, name, pos, shape, opcode, opcode_pos, operands, attrs), end
 
     # -- operands
     def operands(self, opcode: str, start: int, end: int) -> list:
@@ -184,14 +204,25 @@ class _LineReader:
         if opcode == Op.CONSTANT:
             fast = self.literal_text(text, start)
             if fast is not None:
-                structure = literal_structure(fast.group())
-                if fast.end() != end or structure is None:
+                if fast.end() != end:
                     raise _NotOrdinary
-                return [LiteralOperand(structure)]
+                return [LiteralOperand(self.literal(fast.group()))]
         inner = text[start + 1:end - 1]
         if not inner.strip(" \t"):
             return _OperandList()
         return self.operand_sequence(start + 1, end - 1)
+
+    def literal(self, written: str):
+        """literal_structure() of a constant's LITERAL_TEXT, once per text for short ones (dumps repeat
+        small constants; records are never mutated, so lines may share it)."""
+        structure = self.literals.get(written)
+        if structure is None:
+            structure = literal_structure(written)
+            if structure is None:
+                raise _NotOrdinary
+            if len(written) <= _SHARED_LITERAL_CHARS:
+                self.literals[written] = structure
+        return structure
 
     def operand_sequence(self, start: int, end: int) -> _OperandList:
         """`a, %b, 1`: names and numbers (what the grammar's operand_seq makes of them)."""
@@ -234,14 +265,32 @@ class _LineReader:
     # -- attributes
     def attributes(self, start: int, end: int) -> tuple[list, int]:
         """The attribute records of `, a=1, b={...}` up to `end` (the line's end), and where the
-        last one ends."""
+        last one ends. A last `, metadata={...}` (most lines of a dump end so) is found from the end."""
+        text = self.text
+        last = text.rfind(_METADATA, start, end)
+        if last >= 0:
+            value_at = last + _METADATA_BRACE
+            value = _braces_to_end(text, value_at, end)
+            if value is not None:  # (what _ATTRIBUTE reads there, if the attributes before end at `last`)
+                out, pos = self.attribute_list(start, last) if last > start else ([], last)
+                if pos == last:
+                    out.append(("metadata", V.RawBraces(value, value_at), last + 2))
+                    return out, value_at + len(value)
+        out, pos = self.attribute_list(start, end)
+        if pos != end and _TRAILING_SPACE.match(text, pos, end).end() != end:
+            raise _NotOrdinary
+        return out, pos
+
+    def attribute_list(self, start: int, end: int) -> tuple[list, int]:
+        """The attribute records that follow one another from `start`, and where the last one ends."""
         out = []
         pos = start
         known_values = self.known_values
         for am in _ATTRIBUTE.finditer(self.text, start, end):
-            if am.start() != pos:
+            at, after = am.span()
+            if at != pos:
                 break
-            pos = am.end()
+            pos = after
             kind = am.lastgroup
             name, written = am.group(1, kind)
             if name in LAZY_ATTRIBUTES and (kind == "braces" or kind == "ints"):
@@ -254,8 +303,6 @@ class _LineReader:
                     if known is not None:
                         known[written] = value
             out.append((name, value, am.start(1)))
-        if _TRAILING_SPACE.match(self.text, pos, end).end() != end:
-            raise _NotOrdinary
         return out, pos
 
     def value(self, kind: str, written: str, start: int):
@@ -285,6 +332,28 @@ class _LineReader:
         if convert is None:
             raise _NotOrdinary
         return convert(written)
+
+
+def _braces_to_end(text: str, start: int, end: int) -> Optional[str]:
+    """The `{...}` at `start` if it is _FLAT_BRACES running to `end` (spaces aside), else None.
+    The usual metadata is checked without the regular expression: no braces inside, no
+    backslashes and whole strings (an even number of quotes) make it flat braces."""
+    value = text[start:end]
+    if (value[-1] == "}" and "\\" not in value and value.count("{") == 1 == value.count("}")
+            and not value.count('"') % 2):
+        return value
+    braces = _METADATA_VALUE.fullmatch(text, start, end)
+    return None if braces is None else braces.group(1)
+
+
+def _plain_operands(names: str, start: int) -> list:
+    """The operands of `(%a, %b)` (the lexer's OPERAND_NAMES; records._operand_list reads the same)."""
+    out = []
+    pos = start + 1
+    for word in names[1:-1].split(", "):
+        out.append(OperandRef(word[1:], pos, None))
+        pos += len(word) + 2
+    return out
 
 
 def _range(m: re.Match) -> V.Bracketed:

@@ -18,7 +18,6 @@ only rebuilds the IR (the IR itself is never shared between calls).
 from __future__ import annotations
 
 import gc
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -32,7 +31,7 @@ from .recovery import brace_depth, parse_records, parse_records_recovering
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LOCK = threading.Lock()
-_CACHE: "OrderedDict[bytes, Any]" = OrderedDict()
+_CACHE: "OrderedDict[tuple[int, int], Any]" = OrderedDict()  # (length, hash) -> (header, comps, text)
 _CACHE_MAX_CHARS = 64 * 1024 * 1024
 _cache_chars = 0
 
@@ -51,21 +50,24 @@ def _cached_records(text: str, source: SourceFile):
     Records are never mutated by the builder, so sharing them is safe.
     """
     global _cache_chars
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    key = (len(text), hash(text))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
-        if hit is not None:
+        if hit is not None and hit[2] == text:  # (the same hash does not make the same text)
             _CACHE.move_to_end(key)
             return hit[0], hit[1]
     header, comps = parse_records(text, source)
     if len(text) <= _CACHE_MAX_CHARS:
         with _CACHE_LOCK:
-            if key not in _CACHE:
-                _CACHE[key] = (header, comps, len(text))
+            known = _CACHE.get(key)
+            if known is None or known[2] != text:
+                if known is not None:
+                    _cache_chars -= len(known[2])
+                _CACHE[key] = (header, comps, text)
                 _cache_chars += len(text)
                 while _cache_chars > _CACHE_MAX_CHARS and _CACHE:
                     _, old = _CACHE.popitem(last=False)
-                    _cache_chars -= old[2]
+                    _cache_chars -= len(old[2])
     return header, comps
 
 
@@ -112,9 +114,9 @@ def parse_module_with_recovery(text: str, filename: str = "<string>") -> tuple[O
 
 def _unparsable(text: str, source: SourceFile) -> Optional[Diagnostic]:
     """Why the text cannot be parsed at all (nothing in it, a lone surrogate), or None."""
-    if not text.strip():
+    if not text or text.isspace():
         return Diagnostic("empty input: expected an HloModule", source.loc(0))
-    surrogate = _SURROGATE.search(text)
+    surrogate = None if text.isascii() else _SURROGATE.search(text)
     if surrogate:
         return Diagnostic(f"invalid character U+{ord(surrogate.group()):04X} (a lone UTF-16 surrogate)",
                           source.loc(surrogate.start()))
