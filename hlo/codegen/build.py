@@ -40,7 +40,7 @@ class PartStream:
         self.started: dict[str, tuple] = {}   # part name -> (future, opt_level, vectorize)
 
     def submit(self, part: Part) -> None:
-        if self.pool is None or self.cache.get(part_key(part, self.options, self.kind, self.jit)) is not None:
+        if self.pool is None or self.cache.has(part_key(part, self.options, self.kind, self.jit)):
             return
         as_now = dataclass_replace(part)   # sent as it is now, whatever happens to part later
         try:

@@ -49,7 +49,7 @@ def part_key(part: Part, options, kind: str, jit: bool) -> str:
 
 
 class ObjectCache:
-    """get(key) -> bytes or None; put(key, data). One file per key."""
+    """get(key) -> bytes or None; has(key); put(key, data). One file per key."""
 
     def __init__(self, directory: Optional[Path] = None):
         self.directory = directory if directory is not None else cache_dir() / "parts"
@@ -62,6 +62,10 @@ class ObjectCache:
             return self.path(key).read_bytes()
         except OSError:
             return None
+
+    def has(self, key: str) -> bool:
+        """Whether the key's object is stored (without reading it)."""
+        return self.path(key).is_file()
 
     def put(self, key: str, data: bytes) -> None:
         write_atomically(self.path(key), data)
