@@ -198,9 +198,7 @@ def compile_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
             clear_parse_cache()   # the text is parsed anew every time, as XLA parses it
             start, cpu = time.perf_counter(), time.process_time()
             stats = compile_ours(text, case.name, options).stats
-            workers = stats.cpu.get("optimisation", 0.0) + stats.cpu.get("machine code", 0.0) \
-                if stats.processes > 1 else 0.0
-            ours.append((time.perf_counter() - start, time.process_time() - cpu + workers, stats))
+            ours.append((time.perf_counter() - start, time.process_time() - cpu + stats.other_processes, stats))
     os.environ.pop("XDG_CACHE_HOME", None)
     wall, cpu = statistics.median(o[0] for o in ours), statistics.median(o[1] for o in ours)
     stats = sorted(ours, key=lambda o: o[0])[len(ours) // 2][2]
@@ -219,10 +217,10 @@ def compile_case(case: Case, runs: int, options: CodegenOptions, xla) -> str:
     else:
         xla_wall = xla_cpu = case.manifest.get("xla_compile_ms", float("nan")) * 1e-3
         label = "(manifest)"
-    return (f"{case.name:40s} ours {wall:6.2f} s [{min(o[0] for o in ours):.2f}-{max(o[0] for o in ours):.2f}] "
+    return (f"{case.name:40s} ours {wall:7.3f} s [{min(o[0] for o in ours):.3f}-{max(o[0] for o in ours):.3f}] "
             f"cpu {cpu:6.2f} = pipeline {pipeline:5.2f} + codegen {codegen:5.2f} (cpu {codegen_cpu:5.2f}, "
             f"critical path cpu {critical:5.2f}, {stats.processes} proc, {stats.kernels} kernels)   "
-            f"xla {xla_wall:6.2f} s cpu {xla_cpu:6.2f} {label}   "
+            f"xla {xla_wall:7.3f} s cpu {xla_cpu:6.3f} {label}   "
             f"ratio {xla_wall / wall:5.2f}x (cpu {xla_cpu / cpu:5.2f}x)"
             f"   codegen ratio {xla_wall / codegen:5.2f}x (cpu {xla_cpu / codegen_cpu:5.2f}x, "
             f"critical path {xla_cpu / critical:5.2f}x)")

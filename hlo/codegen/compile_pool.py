@@ -2,7 +2,11 @@
 
 llvmlite holds a global lock, so threads would compile one part at a time; processes do
 not. `compile_parts` sends each part's IR text to a pool of forked workers (largest
-first, so the long ones do not finish last) and receives its object or bitcode bytes.
+first, so the long ones do not finish last) and receives its object or bitcode bytes; a pool
+for N processes forks N - 1, this process compiling the parts no worker has taken once it has
+nothing else to do (with one process per core, none of them waits for a core: on two cores, a
+small module's heaviest kernel took 20 ms beside this process's lowering and a second worker,
+14 ms alone).
 The pool is started on the first large compile and kept for the next ones (a fork costs
 tens of milliseconds; a running pool is used for smaller compiles too); small compiles, a
 single process allowed (`jobs=1`, or a process pinned to one core), or a platform other
@@ -17,12 +21,12 @@ import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Optional
 
 from .options import Part
 from .target import PartResult, compile_part
+from .worker_pool import WorkerPool, as_completed
 
 POOL_MIN_BYTES = 150_000   # less IR than this compiles faster here than by starting workers
 RUNNING_POOL_MIN_BYTES = 4_000   # once workers run, sending them parts costs about a millisecond
@@ -57,7 +61,7 @@ def processes_for(parts: list[Part], jobs: Optional[int]) -> int:
     return wanted
 
 
-def running_pool(jobs: Optional[int]) -> Optional[Executor]:
+def running_pool(jobs: Optional[int]) -> Optional[WorkerPool]:
     """The workers of this process when they are already running (None otherwise): parts can be
     sent to them one by one, as lowering emits them, for about a millisecond each."""
     wanted = _wanted(jobs)
@@ -92,6 +96,8 @@ def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Option
             for part in here:
                 done[part.name] = compile_part(part, options, kind, jit)
                 report(len(done), len(parts))
+            while pool.run_one_here():   # the parts no worker has taken yet, largest first
+                pass
             for future in as_completed(futures):
                 result = future.result()
                 done[result.name] = result
@@ -102,7 +108,7 @@ def compile_parts(parts: list[Part], options, kind: str, jit: bool, jobs: Option
     return [done[p.name] for p in parts], processes
 
 
-_POOLS: dict[tuple[int, int], Executor] = {}   # (pid, workers) -> pool of that process
+_POOLS: dict[tuple[int, int], WorkerPool] = {}   # (pid, workers) -> pool of that process
 _POOLS_LOCK = threading.Lock()
 
 
@@ -112,16 +118,17 @@ def start_workers(workers: Optional[int] = None) -> None:
     workers = workers if workers is not None else available_cores()
     if workers > 1 and can_fork():
         pool = _pool(workers)
-        for future in [pool.submit(os.getpid) for _ in range(workers)]:
+        for future in [pool.submit(os.getpid) for _ in range(workers - 1)]:
             future.result()
 
 
-def _pool(workers: int) -> Executor:
+def _pool(workers: int) -> WorkerPool:
+    """The pool of `workers` processes: this one and workers - 1 forked ones."""
     key = (os.getpid(), workers)   # a forked child starts its own pool
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
-        if pool is None:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        if pool is None or pool.broken:   # a pool whose worker died is not used again
+            pool = WorkerPool(workers - 1)   # this process is the last one (run_one_here)
             _POOLS[key] = pool
         return pool
 
@@ -130,4 +137,4 @@ def _forget(workers: int) -> None:
     with _POOLS_LOCK:
         pool = _POOLS.pop((os.getpid(), workers), None)
     if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown()

@@ -12,6 +12,7 @@ stream is not a terminal.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ class CompileStats:
     cache_hits: int = 0       # parts whose code came from the object cache
     processes: int = 1        # processes that compiled parts
     busiest_process: float = 0.0     # CPU seconds of the process that compiled parts longest
+    other_processes: float = 0.0     # CPU seconds of the parts compiled by worker processes
     module_cache_hit: bool = False   # the whole module's lowering came from the cache
 
     @contextmanager
@@ -68,6 +70,7 @@ class CompileStats:
             per_process[result.process] = per_process.get(result.process, 0.0) + seconds
         self.compiled += len(results)
         self.busiest_process = max(per_process.values(), default=0.0)
+        self.other_processes += sum(seconds for pid, seconds in per_process.items() if pid != os.getpid())
 
     @property
     def code_generation_cpu(self) -> float:

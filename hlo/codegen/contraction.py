@@ -41,11 +41,11 @@ from ..attributes import ConvDims, DotDims
 from ..ir import Instruction
 from ..opcodes import Op
 from ..shapes import Shape, primitive_type
-from . import scalar_ops
+from . import conv_table, scalar_ops
 from .buffers import Buffer
 from .function_context import const64, major_to_minor, new_loop_id, row_major_offset
 from .gemm import MAX_THREADS, PARALLEL_FLOPS, pack_bound
-from .types import F32, F64, PTR, linear_offset, load_element, store_element
+from .types import F32, F64, PTR, linear_offset, load_element, store_element, strides
 from .winograd import WinogradEmitter, WinogradShape, winograd_shape
 
 MIN_FLOPS = 1 << 16    # smaller products keep the simple per-element loops
@@ -98,6 +98,8 @@ class Plan:
             parts.append(("pack", pack_bound(eb, self.n, self.run, MAX_THREADS if flops >= PARALLEL_FLOPS else 1)))
         else:
             parts = [("table", self.batch * self.m * self.taps * 8), ("zeros", self.run * eb)]
+            if self.inst.opcode == Op.CONVOLUTION:
+                parts.append(("offsets", tap_offsets_bytes(self.inst)))
             if self.lhs is None:
                 parts.append(("a", self.batch * self.m * self.k * eb))
             if self.rhs is None:
@@ -110,6 +112,17 @@ class Plan:
             self.offsets[name] = offset
             offset += (size + 63) // 64 * 64
         self.size = offset
+
+
+def tap_offsets_bytes(inst: Instruction) -> int:
+    """The scratch conv_table.py's runtime function needs for a convolution's per-dimension tap
+    offsets (none when its table is built inline)."""
+    cd = conv_dims(inst)
+    if len(cd.output_spatial) > conv_table.MAX_SPATIAL:
+        return 0
+    rhs = inst.operands[1]
+    dims = [dict(outputs=inst.shape.dims[o], taps=rhs.shape.dims[k]) for o, k in zip(cd.output_spatial, cd.kernel_spatial)]
+    return conv_table.offsets_bytes(dims)
 
 
 def output_order(inst: Instruction) -> list[int]:
@@ -358,7 +371,7 @@ class ContractionEmitter:
         if p.inst.opcode == Op.DOT:
             self._dot_table(p, table, a_base)
         else:
-            self._conv_table(p, table, a_base, zeros)
+            self._conv_table(p, table, a_base, zeros, self._at(scratch, p.offsets["offsets"]))
         pack = self._at(scratch, p.offsets["pack"])
         with self.low.ctx.loop(p.batch, "batch") as bi:
             t = b.gep(table, [b.mul(bi, const64(p.m * p.taps))], source_etype=PTR)
@@ -437,7 +450,7 @@ class ContractionEmitter:
         anything, and doing it took a third of a small convolution kernel's compile."""
         return new_loop_id(self.low.llmod, "llvm.loop.vectorize.enable", False, "llvm.loop.unroll.disable")
 
-    def _conv_table(self, p: Plan, table, a_base, zeros) -> None:
+    def _conv_table(self, p: Plan, table, a_base, zeros, offsets) -> None:
         """table[(n, out pixel), tap] = the input pixel's features, or the zero row in the padding."""
         b = self.b
         inst = p.inst
@@ -456,6 +469,9 @@ class ContractionEmitter:
             shape = Shape.array(p.scalar, [lhs.shape.dims[cd.input_batch]]
                                 + [lhs.shape.dims[d] for d in cd.input_spatial] + [p.run])
             position_dims = list(range(spatial + 1))
+        if spatial <= conv_table.MAX_SPATIAL:
+            self._call_conv_table(p, shape, position_dims, out_sizes, tap_sizes, table, a_base, zeros, offsets)
+            return
         with self.low.ctx.loop_nest(out_sizes + tap_sizes, loop_id=self._scalar_loop) as idx:
             pixel, taps = idx[:spatial + 1], idx[spatial + 1:]
             inside = ir.Constant(ir.IntType(1), 1)
@@ -470,6 +486,25 @@ class ContractionEmitter:
             entry = b.add(b.mul(row_major_offset(b, pixel, out_sizes), const64(p.taps)),
                           row_major_offset(b, taps, tap_sizes))
             b.store(b.select(inside, pointer, zeros), b.gep(table, [entry], source_etype=PTR))
+
+    def _call_conv_table(self, p: Plan, shape: Shape, position_dims, out_sizes, tap_sizes, table, a_base,
+                         zeros, offsets) -> None:
+        """The table built by the runtime library (conv_table.py) from the convolution's geometry."""
+        inst = p.inst
+        cd = conv_dims(inst)
+        window = inst.attrs.get("window")
+        wdims = window.dims if window is not None else ()
+        element_strides = strides(shape)
+        dims = []
+        for s, size in enumerate(tap_sizes):
+            w = wdims[s] if s < len(wdims) else None
+            dims.append(dict(outputs=out_sizes[s + 1], taps=size, stride=w.stride if w else 1,
+                             padding_low=w.padding_low if w else 0, window_dilation=w.window_dilation if w else 1,
+                             base_dilation=w.base_dilation if w else 1, reversed=int(bool(w and w.window_reversal)),
+                             input_size=inst.operands[0].shape.dims[cd.input_spatial[s]],
+                             input_stride=element_strides[position_dims[s + 1]] * p.elem_bytes))
+        values = conv_table.geometry(out_sizes[0], element_strides[position_dims[0]] * p.elem_bytes, dims)
+        conv_table.call(self.b, self.gemm.declare, table, a_base, zeros, values, offsets)
 
     def _tap_source(self, out, tap, w, taps: int, size: int):
         """(whether the window position reads an input element, its clamped input index) for

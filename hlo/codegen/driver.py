@@ -45,6 +45,7 @@ LIGHT_OPT_LEVEL = 1       # the LLVM level of lighter kernels
 DRIVER_OPT_LEVEL = 0      # the driver's (see lower())
 CALLS_PER_BLOCK = 64      # a straight run of kernel calls is cut into basic blocks of this many
 LOOP_WEIGHT = 16          # an instruction in a while loop's body counts as running this many times
+HEAVIEST_FIRST = 8        # kernels emitted before the walk when they stream to compile workers
 
 
 def kernel_opt_level(work: int, gemm: bool, requested: int, windowed: bool = False) -> int:
@@ -94,6 +95,7 @@ class DriverLowering(Lowering):
         self._contractions = ContractionEmitter(self, self.gemm_calls(self.llmod))
         self.profiler = profiler_for(self, module, profile)
         self.debug = debug_values_for(self, module, debug_values)
+        self.hooks = profile or debug_values   # timers or value hooks around the walk's calls
         self.kernels: dict[str, Part] = {}
         self._by_signature: dict[str, tuple] = {}     # kernel signature -> (part, argument roles)
         self._computation_signatures: dict = {}
@@ -129,6 +131,7 @@ class DriverLowering(Lowering):
     def lower(self) -> list[Part]:
         """The driver's part, then each kernel once (in order of first call)."""
         self._saved_float_mode = float_mode.enter(self.b, self.ctx.alloca_builder, self.float_mode)
+        self.emit_heaviest_kernels_first()
         self.emit_computation(self.module.entry)
         self._copy_results()
         self.return_early()
@@ -188,9 +191,49 @@ class DriverLowering(Lowering):
             return
         gemm, windowed = uses_gemm(inst), is_windowed(inst)
         code, arguments = self.call_kernel(lambda k: emit_instruction(k, inst), work, gemm, windowed)
+        self._remember(signature, inst, code, arguments, gemm, windowed)
+
+    def _remember(self, signature, inst: Instruction, code: Part, arguments: list[Buffer], gemm: bool,
+                  windowed: bool) -> bool:
+        """Keep inst's kernel for the instructions of the same signature (when its arguments have
+        roles); whether it was kept."""
         roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
         if roles is not None:
             self._by_signature[signature] = (code, roles, gemm, windowed)
+        return roles is not None
+
+    def emit_heaviest_kernels_first(self) -> None:
+        """With kernels streamed to the compile workers (on_kernel), the kernels of the entry's
+        heaviest instructions (by work, those calling the multiply last) are emitted before the
+        walk, which then finds them by signature: the longest compiles start first instead of
+        when the walk reaches them (a small module's heaviest kernel, emitted last, finished
+        last). Not with profiling or debug values, whose hooks follow the walk."""
+        if self.on_kernel is None or self.hooks:
+            return
+        candidates = []
+        for index, inst in enumerate(self.module.entry.instructions):
+            work = self._kernel_work(inst)
+            if work is not None:
+                candidates.append((-work, index, inst))
+        # Kernels calling the runtime's multiply are the cheap ones to compile whatever their work.
+        heaviest = [(uses_gemm(inst), negative_work, index, inst)
+                    for negative_work, index, inst in sorted(candidates)[:2 * HEAVIEST_FIRST]]
+        for gemm, negative_work, _, inst in sorted(heaviest)[:HEAVIEST_FIRST]:
+            signature = kernel_signature(inst, self.a, self._computation_signatures)
+            if signature is None or signature in self._by_signature:
+                continue   # (a kernel found by no signature would be emitted again by the walk)
+            windowed = is_windowed(inst)
+            kernel, arguments = self._new_kernel(lambda k: emit_instruction(k, inst), -negative_work, gemm, windowed)
+            self._remember(signature, inst, kernel, arguments, gemm, windowed)
+
+    def _kernel_work(self, inst: Instruction) -> Optional[int]:
+        """The work of the kernel an entry instruction is called as by _emit, or None when it has
+        none (emitted in the driver, inline, or as control flow around computations)."""
+        if EMITTERS.details(inst.opcode).get("in_driver") or _names_buffers_only(inst, self.a) \
+                or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            return None
+        work = instruction_work(inst)
+        return work if work > INLINE_WORK or id(inst) in self.a.scratch else None
 
     def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
         """A copy between layouts (results, while-loop state): a kernel unless tiny."""
@@ -204,6 +247,14 @@ class DriverLowering(Lowering):
                     gemm: bool, windowed: bool = False) -> tuple[Part, list[Buffer]]:
         """Emit a kernel with body(kernel) and call it here (one function for identical kernels);
         its part and its arguments' buffers."""
+        known, buffers = self._new_kernel(body, work, gemm, windowed)
+        self._call(known, buffers)
+        return known, buffers
+
+    def _new_kernel(self, body: Callable[[KernelFunction], None], work: int, gemm: bool,
+                    windowed: bool) -> tuple[Part, list[Buffer]]:
+        """The kernel body(kernel) emits (one part for identical kernels), sent on when new, and
+        the buffers its arguments are."""
         kernel = KernelFunction(self.module, self.a, self.gemm_calls)
         body(kernel)
         code = kernel.finish(kernel_opt_level(work, gemm, self.opt_level, windowed), work,
@@ -213,7 +264,6 @@ class DriverLowering(Lowering):
         if known is code and self.on_kernel is not None:
             self.on_kernel(code)
         _strengthen(known, code.opt_level, code.vectorize)
-        self._call(known, kernel.buffers)
         return known, kernel.buffers
 
     def _call(self, code: Part, buffers: list[Buffer]) -> None:

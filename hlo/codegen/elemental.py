@@ -20,6 +20,7 @@ computed values is a stack of scopes pushed around every emitted loop
 """
 from __future__ import annotations
 
+from contextlib import ExitStack, contextmanager
 from typing import Callable, Optional
 
 import numpy as np
@@ -639,28 +640,74 @@ def convolution(elem, inst, index):
     group = b.sdiv(out_f, const64(per_group_out)) if groups > 1 else None
     slot = ctx.alloca(compute_type(t), "acc")
     b.store(constant_of(t, 0), slot)
-    sizes = [rhs.shape.dims[cd.kernel_spatial[k]] for k in range(n_sp)] + [in_features]
-    with ctx.loop_nest(sizes) as loops:
+    with ExitStack() as nest:
+        taps = [nest.enter_context(_window_taps(elem, wdims[k] if k < len(wdims) else None,
+                                                index[cd.output_spatial[k]], rhs.shape.dims[cd.kernel_spatial[k]],
+                                                lhs.shape.dims[cd.input_spatial[k]],
+                                                inst.shape.dims[cd.output_spatial[k]], f"k{k}"))
+                for k in range(n_sp)]
+        feature = nest.enter_context(ctx.loop(in_features, name="feature"))
         li, ri = [None] * lhs.shape.rank, [None] * rhs.shape.rank
         li[cd.input_batch] = index[cd.output_batch]
-        feature = loops[n_sp]
         li[cd.input_feature] = feature if group is None else b.add(b.mul(group, const64(in_features)), feature)
         ri[cd.kernel_input_feature] = feature
         ri[cd.kernel_output_feature] = out_f
         inside = ir.Constant(I1, 1)
-        for k in range(n_sp):
-            wd = wdims[k] if k < len(wdims) else None
-            stride, pad_lo = (wd.stride, wd.padding_low) if wd else (1, 0)
-            wdil, bdil = (wd.window_dilation, wd.base_dilation) if wd else (1, 1)
-            kpos = loops[k]
-            ksize = rhs.shape.dims[cd.kernel_spatial[k]]
-            kernel_index = b.sub(const64(ksize - 1), kpos) if wd and wd.window_reversal else kpos
-            ri[cd.kernel_spatial[k]] = kernel_index
-            inside, li[cd.input_spatial[k]] = elem.window_source(
-                inside, index[cd.output_spatial[k]], kpos, stride, wdil, pad_lo, bdil,
-                lhs.shape.dims[cd.input_spatial[k]], inst.shape.dims[cd.output_spatial[k]], ksize)
-        with ctx.if_then(inside, "conv"):
-            x = elem.convert_to(elem.value(lhs, tuple(li)), lhs.shape.element_type, t)
-            y = elem.convert_to(elem.value(rhs, tuple(ri)), rhs.shape.element_type, t)
-            b.store(elem.multiply_add(b.load(slot), x, y, t), slot)
+        for k, (kpos, tap_test) in enumerate(taps):
+            ri[cd.kernel_spatial[k]] = kpos
+            inside, li[cd.input_spatial[k]] = tap_test(inside)
+        x = elem.convert_to(elem.value(lhs, tuple(li)), lhs.shape.element_type, t)
+        if not (isinstance(inside, ir.Constant) and inside.constant == 1):
+            x = b.select(inside, x, constant_of(t, 0))
+        y = elem.convert_to(elem.value(rhs, tuple(ri)), rhs.shape.element_type, t)
+        b.store(elem.multiply_add(b.load(slot), x, y, t), slot)
     return round_to(b, b.load(slot), t)
+
+
+def steps_over_holes(wd) -> bool:
+    """Whether a convolution's window dimension loops over the input elements it covers rather
+    than over its taps (base dilation without window dilation): a loop with bounds known at run
+    time, kept rolled, so O3's unrolling gains nothing on it (driver.kernel_opt_level)."""
+    return wd is not None and wd.base_dilation > 1 and wd.window_dilation == 1
+
+
+@contextmanager
+def _window_taps(elem, wd, out, ksize: int, in_size: int, out_size: int, name: str):
+    """The loop over one spatial dimension's window taps for output position `out`: yields (the
+    kernel index, tap_test), where tap_test(inside) gives (inside and-ed with whether the tap reads
+    a real input element, the input index). With base dilation (a transposed convolution) the
+    loop runs over the input elements the window covers instead, the kernel index following
+    from each: the holes between them cost neither tests nor iterations (nor LLVM the unrolled
+    copies of dead taps), and no index is divided."""
+    ctx, b = elem.ctx, elem.b
+    stride, pad_lo = (wd.stride, wd.padding_low) if wd else (1, 0)
+    wdil, bdil = (wd.window_dilation, wd.base_dilation) if wd else (1, 1)
+    reversed_ = bool(wd and wd.window_reversal)
+    if steps_over_holes(wd):
+        base = add_i64(b, mul_i64(b, out, stride), const64(-pad_lo))     # tap 0's position, dilated input
+        first, end = _covered_elements(b, base, bdil, ksize, in_size, pad_lo)
+        with ctx.loop(end, name=name, start=first, loop_id=index_digits.no_unroll(ctx.module)) as q:
+            k = b.sub(b.mul(q, const64(bdil)), base)
+            kernel_index = b.sub(const64(ksize - 1), k) if reversed_ else k
+            yield kernel_index, (lambda inside: (inside, q))
+        return
+    with ctx.loop(ksize, name=name) as k:
+        kernel_index = b.sub(const64(ksize - 1), k) if reversed_ else k
+        yield kernel_index, (lambda inside: elem.window_source(inside, out, k, stride, wdil, pad_lo, bdil,
+                                                               in_size, out_size, ksize))
+
+
+def _covered_elements(b: ir.IRBuilder, base, bdil: int, ksize: int, in_size: int, pad_lo: int):
+    """The input elements q a window of ksize taps from dilated position base covers (q * bdil in
+    [base, base + ksize)), clipped to the input: [first, end), empty when first >= end. base is
+    at least -pad_lo, so adding `lift` multiples of bdil makes the floor divisions unsigned ones
+    by a constant."""
+    lift = max(0, -(-pad_lo // bdil)) + 1
+
+    def floor_div(x):
+        return b.sub(b.udiv(b.add(x, const64(lift * bdil)), const64(bdil)), const64(lift))
+    first = floor_div(b.add(base, const64(bdil - 1)))
+    first = b.select(b.icmp_signed("<", first, const64(0)), const64(0), first)
+    end = b.add(floor_div(b.add(base, const64(ksize - 1))), const64(1))
+    end = b.select(b.icmp_signed(">", end, const64(in_size)), const64(in_size), end)
+    return first, end

@@ -158,12 +158,14 @@ class GemmCalls:
         if flops >= PARALLEL_FLOPS:
             threads, hook = entry_threads(self.module, self.entry_name)
             region = part_bytes(t, n, taps * run)
-            b.call(self._declare(_exported(scalar, self.flush), _PARALLEL_TYPE),
+            b.call(self.declare(_exported(scalar, self.flush), _PARALLEL_TYPE),
                    args + [pack, _c(region), b.load(threads, typ=I64), b.load(hook, typ=PTR)])
         else:
-            b.call(self._declare(_exported(scalar, parallel=False), _DRIVER_TYPE), args + [pack, _c(0), _c(n)])
+            b.call(self.declare(_exported(scalar, parallel=False), _DRIVER_TYPE), args + [pack, _c(0), _c(n)])
 
-    def _declare(self, function: str, fty: ir.FunctionType) -> ir.Function:
+    def declare(self, function: str, fty: ir.FunctionType) -> ir.Function:
+        """The runtime library's `function` (any of them, e.g. conv_table's) declared in this
+        module, and recorded as called."""
         name = runtime_symbol(self.tag, function)
         self.called.add(name)
         found = self.module.globals.get(name)

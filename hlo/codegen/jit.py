@@ -88,17 +88,19 @@ class JitExecutable:
         if cached is None:
             stream = PartStream(options)
             lowered = lower_module(module, options, self.NAME, self.stats, on_kernel=stream.submit, text=text)
-            objects = part_objects(lowered, options, self.stats, progress, stream=stream)
+            # While the workers compile: what does not need their objects (a stored lowering whose
+            # objects are missing is not used), and the engine the objects go into.
             _store_lowering(meta_path, lowered, options)
+            engine = self._new_engine(options, lowered)
+            objects = part_objects(lowered, options, self.stats, progress, stream=stream)
         else:
             lowered, objects = cached
             self.stats.count_lowered(lowered)
             self.stats.cache_hits = len(lowered.parts)
+            engine = self._new_engine(options, lowered)
         self.lowered = lowered
-        if lowered.runtime:
-            load_for_jit(options, self.stats)   # once per process (built once per machine)
         with self.stats.phase("loading"):
-            self._engine = _load_engine(options, [objects[p.name] for p in lowered.parts], lowered.libraries)
+            self._engine = _load_objects(engine, [objects[p.name] for p in lowered.parts])
             address = self._engine.get_function_address(self.NAME)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
         self.compile_seconds = time.perf_counter() - start
@@ -123,6 +125,12 @@ class JitExecutable:
                                                       key=lambda p: p.attrs["parameter_number"])]
         self._flat_entry = not any(s.is_tuple for s in self._entry_shapes)   # one leaf per argument
         self._profile = profile_counters(self._engine, self.NAME, len(lowered.profile))
+
+    def _new_engine(self, options: CodegenOptions, lowered: LoweredModule) -> llvm.ExecutionEngine:
+        if lowered.runtime:
+            load_for_jit(options, self.stats)   # once per process (built once per machine)
+        with self.stats.phase("loading"):
+            return _new_engine(options, lowered.libraries)
 
     def profile_rows(self):
         """Each timed kernel's count and time over the runs so far (CodegenOptions(profile=True))."""
@@ -294,12 +302,15 @@ def _logical(array: np.ndarray, shape) -> np.ndarray:
 
 # --------------------------------------------------------------------------- loading and the module cache
 
-def _load_engine(options: CodegenOptions, objects: list[bytes], libraries: list[str]) -> llvm.ExecutionEngine:
-    """An MCJIT engine holding the parts' objects, linked to each other (and to the shared
-    libraries they call: LAPACK) and finalised."""
+def _new_engine(options: CodegenOptions, libraries: list[str]) -> llvm.ExecutionEngine:
+    """An empty MCJIT engine, the shared libraries the code calls (LAPACK) loaded."""
     for library in libraries:
         llvm.load_library_permanently(library)
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), create_target_machine(options, jit=True))
+    return llvm.create_mcjit_compiler(llvm.parse_assembly(""), create_target_machine(options, jit=True))
+
+
+def _load_objects(engine: llvm.ExecutionEngine, objects: list[bytes]) -> llvm.ExecutionEngine:
+    """The engine holding the parts' objects, linked to each other and finalised."""
     for data in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(data))
     engine.finalize_object()

@@ -28,7 +28,7 @@ from ..ir import Instruction, Module
 from ..opcodes import Category, Op, Trait
 from .buffers import Assignment, Buffer, BufferKind, resolve
 from .contraction import ContractionEmitter, conv_dims, fused_plans, top_level_plan
-from .elemental import ElementalEmitter
+from .elemental import ElementalEmitter, steps_over_holes
 from .function_context import FunctionContext
 from .gemm import GemmCalls
 from .kernels import Lowering
@@ -138,7 +138,9 @@ def _contraction_work(inst: Instruction) -> int:
         return _elements(inst.shape) * math.prod(lhs.dims[d] for d in DotDims.of(inst).lhs_contracting)
     kernel = inst.operands[1].shape
     features = kernel.dims[conv_dims(inst).kernel_output_feature]
-    return _elements(inst.shape) * (_elements(kernel) // max(features, 1))
+    window = inst.attrs.get("window")
+    holes = math.prod(wd.base_dilation for wd in window.dims) if window is not None else 1   # taps never reached
+    return max(_elements(inst.shape) * (_elements(kernel) // max(features, 1)) // holes, 1)
 
 
 def _elements(shape) -> int:
@@ -146,9 +148,16 @@ def _elements(shape) -> int:
 
 
 def is_windowed(inst: Instruction) -> bool:
-    """Whether the kernel has loops over windows or contractions (each element read repeatedly)."""
+    """Whether the kernel has loops over windows or contractions (each element read repeatedly)
+    that O3 may unroll: a transposed convolution whose windows all step over the holes of its
+    input (elemental.steps_over_holes) has none."""
     fused = inst.attrs["calls"].instructions if inst.opcode == Op.FUSION else [inst]
-    return any(i.info.has(Trait.READS_OPERAND_ELEMENTS_REPEATEDLY) for i in fused)
+    return any(i.info.has(Trait.READS_OPERAND_ELEMENTS_REPEATEDLY) and not _windows_all_stepped(i) for i in fused)
+
+
+def _windows_all_stepped(inst: Instruction) -> bool:
+    window = inst.attrs.get("window") if inst.opcode == Op.CONVOLUTION else None
+    return window is not None and all(steps_over_holes(wd) for wd in window.dims if wd.size > 1)
 
 
 def uses_gemm(inst: Instruction) -> bool:

@@ -42,6 +42,7 @@ def part_key(part: Part, options, kind: str, jit: bool) -> str:
     triple, cpu, features = resolved_target(options)
     h = hashlib.sha256()
     for piece in (CACHE_VERSION, compiler_fingerprint(), kind, str(jit), str(part.opt_level), str(part.vectorize),
+                  str(part.strength_reduction),
                   triple, cpu, features, part.llvm_ir):
         h.update(piece.encode())
         h.update(b"\0")

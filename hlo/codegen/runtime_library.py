@@ -1,6 +1,7 @@
-"""The runtime library: the blocked multiply of gemm.py, compiled once per target, not per module.
+"""The runtime library: the blocked multiply of gemm.py and the convolution table builder of
+conv_table.py, compiled once per target, not per module.
 
-Every kernel with a dot or a convolution calls the same functions (gemm.py's `emit_runtime`);
+Every kernel with a dot or a convolution calls the same functions (the providers' `emit_runtime`);
 they depend on the target and on their own sources, never on the module. So they are built
 once per build *tag* (a hash of: the target's triple, cpu and features, the optimisation level,
 LLVM's and llvmlite's versions, and the sources the functions are emitted from), kept on disk in
@@ -30,9 +31,9 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..cache import cache_dir
-from . import float_mode, function_context, gemm, gemm_ukernel, target, types
+from . import conv_table, float_mode, function_context, gemm, gemm_ukernel, target, types
 from .compile_report import CompileStats
-from .gemm import EXPORTED_FUNCTIONS, emit_runtime, runtime_symbol
+from .gemm import runtime_symbol
 from .object_cache import write_atomically
 from .options import Part
 from .target import OutputKind, compile_part, create_target_machine, register_file, resolved_target
@@ -41,7 +42,9 @@ RUNTIME_OPT_LEVEL = 1   # O1: the inner loops are explicit vector code; O2 took 
 # compile time for the same speed (f32 squares of 128 to 1024, and 16 x 1024 x 1024). Only the loops
 # gemm.py marks are vectorised (see gemm._Range).
 VERSION = "runtime-1"
-_SOURCES = (gemm, gemm_ukernel, float_mode, function_context, types, target)   # what the code is emitted by
+_PROVIDERS = (gemm, conv_table)   # the modules whose emit_runtime defines the library's EXPORTED_FUNCTIONS
+_SOURCES = (*_PROVIDERS, gemm_ukernel, float_mode, function_context, types, target)   # what the code is emitted by
+EXPORTED_FUNCTIONS = [name for provider in _PROVIDERS for name in provider.EXPORTED_FUNCTIONS]
 
 
 def runtime_dir() -> Path:
@@ -71,7 +74,8 @@ def runtime_ir(options) -> str:
     """The runtime library's LLVM IR for the options' target."""
     tag = runtime_tag(options)
     module = ir.Module(name=f"hlo.rt.{tag}")
-    emit_runtime(module, register_file(options), tag)
+    for provider in _PROVIDERS:
+        provider.emit_runtime(module, register_file(options), tag)
     return str(module)
 
 
@@ -93,7 +97,8 @@ def runtime_code(options, kind: str = OutputKind.OBJECT, jit: bool = True,
             found = _read(path)
             if found is None:
                 with (stats or CompileStats()).phase("runtime library"):
-                    part = Part(f"hlo.rt.{tag}", runtime_ir(options), runtime_level(options), vectorize=False)
+                    part = Part(f"hlo.rt.{tag}", runtime_ir(options), runtime_level(options), vectorize=False,
+                                strength_reduction=True)
                     found = compile_part(part, options, kind, jit).data
                 write_atomically(path, _digest(found) + found)
             _BUILT[key] = found

@@ -17,6 +17,7 @@ import functools
 import os
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,6 +30,20 @@ def _initialise() -> None:
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+
+
+_STRENGTH_REDUCTION = [True]   # LLVM's default, until strength_reduction() sets it
+
+
+@contextmanager
+def strength_reduction(enabled: bool):
+    """Machine code emitted inside runs LLVM's loop strength reduction or not. The switch is
+    LLVM's command-line option, global to the process (and to llvmlite's lock), so it is set
+    for the emit and left as it is for the next one."""
+    if _STRENGTH_REDUCTION[0] != enabled:
+        llvm.set_option("", f"-disable-lsr={'false' if enabled else 'true'}")
+        _STRENGTH_REDUCTION[0] = enabled
+    yield
 
 
 def host_triple() -> str:
@@ -183,5 +198,9 @@ def compile_part(part, options, kind: str, jit: bool) -> PartResult:
     start = time.process_time()
     ref, tm = parse_and_optimize(part.llvm_ir, options, jit, part.opt_level, part.vectorize)
     optimised = time.process_time()
-    data = tm.emit_object(ref) if kind == OutputKind.OBJECT else ref.as_bitcode()
+    if kind == OutputKind.OBJECT:
+        with strength_reduction(part.strength_reduction):
+            data = tm.emit_object(ref)
+    else:
+        data = ref.as_bitcode()   # (strength reduction belongs to machine code: the object's emit decides)
     return PartResult(part.name, data, optimised - start, time.process_time() - optimised, os.getpid())

@@ -6,6 +6,8 @@ import pytest
 from target_cases import AVX2, RAW, check as check_targets, private_cache, rand as rand_typed  # noqa: F401
 
 from hlo import parse_module
+from hlo.codegen import JitExecutable
+from hlo.interpreter import run
 from hlo.codegen.contraction import top_level_plan
 
 BOTH = (RAW, AVX2)
@@ -98,3 +100,39 @@ ENTRY e {
     assert planned(text)
     check_targets(text, extreme_ints(np.int8, 40, 300), extreme_ints(np.int8, 300, 70, seed=1),
                   options=BOTH, exact=True)
+
+
+@pytest.mark.parametrize("lhs,rhs,out,attrs", [
+    # conv_transpose_upsample's second layer: three output features stay elemental
+    ((1, 16, 16, 6), (4, 4, 6, 3), (1, 34, 34, 3), "window={size=4x4 pad=3_3x3_3 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f"),
+    # stride with base dilation, reversed window on one dimension
+    ((2, 7, 5, 3), (3, 2, 3, 2), (2, 7, 14, 2),
+     "window={size=3x2 stride=2x1 pad=2_1x1_1 lhs_dilate=2x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f"),
+    # negative low padding, dilation 3: the first taps of every window land before the input
+    ((1, 9, 2), (5, 2, 1), (1, 19, 1), "window={size=5 pad=-2_0 lhs_dilate=3}, dim_labels=b0f_0io->b0f"),
+    # padding wider than the window: the outer outputs read no input at all (zeros)
+    ((1, 3, 3), (2, 3, 2), (1, 13, 2), "window={size=2 pad=5_4 lhs_dilate=2}, dim_labels=b0f_0io->b0f"),
+    # window dilation with base dilation keeps the tested taps
+    ((3, 11, 2), (4, 2, 3), (3, 30, 3), "window={size=4 pad=3_2 lhs_dilate=3 rhs_dilate=2}, dim_labels=b0f_0io->b0f"),
+    # grouped, base-dilated in one dimension only, features first in the input's layout
+    ((1, 4, 5, 6), (2, 3, 2, 2), (1, 4, 11, 2),
+     "window={size=2x3 pad=0_0x1_1 lhs_dilate=1x2}, dim_labels=bf01_01io->b01f, feature_group_count=2"),
+])
+def test_elemental_transposed_convolutions_step_over_the_holes(lhs, rhs, out, attrs):
+    # base-dilated convolutions the multiply does not take: the taps loop steps by the dilation
+    text = conv(lhs, rhs, out, attrs)
+    assert not planned(text)
+    check(text, rand(*lhs), rand(*rhs, seed=1))
+
+
+def test_elemental_padding_reads_zeros_as_the_interpreter_does():
+    # a zero read from the padding times an infinite weight is NaN, as in the interpreter (and
+    # XLA:CPU), not a skipped tap
+    text = conv((1, 3, 1), (3, 1, 1), (1, 3, 1), "window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f")
+    assert not planned(text)
+    x = np.ones((1, 3, 1), np.float32)
+    k = np.array([np.inf, 1, 1], np.float32).reshape(3, 1, 1)
+    for options in BOTH:
+        got = JitExecutable(parse_module(text), options).run(x, k)[0].ravel()
+        np.testing.assert_array_equal(got, run(parse_module(text), x, k)[0].ravel())
+        assert np.isnan(got[0])

@@ -11,7 +11,8 @@ import pytest
 from hlo.codegen import CodegenOptions, JitExecutable, lower_module
 from hlo.codegen import compile_pool, runtime_library
 from hlo.codegen.build import PartStream, linked_module, part_objects
-from hlo.codegen.gemm import EXPORTED_FUNCTIONS, runtime_symbol
+from hlo.codegen.gemm import runtime_symbol
+from hlo.codegen.runtime_library import EXPORTED_FUNCTIONS
 from hlo.codegen.target import OutputKind
 from hlo.text.parser import parse_module
 
@@ -158,3 +159,45 @@ def test_an_object_keeps_only_the_runtime_functions_its_kernels_call():
     linked = linked_module(lower_module(parse_module(DOT), CodegenOptions()), CodegenOptions())
     runtime = [f.name for f in linked.functions if "hlo.rt." in f.name and not f.is_declaration]
     assert runtime and all(name.endswith(".f32") for name in runtime)   # no f64 or parallel entry points
+
+
+HEAVY_LAST = """HloModule heavy_last
+ENTRY e {
+  x = f32[1,16,16,6] parameter(0)
+  k = f32[4,4,6,3] parameter(1)
+  n = f32[1,16,16,6] negate(x)
+  ROOT y = f32[1,34,34,3] convolution(n, k), window={size=4x4 pad=3_3x3_3 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f
+}
+"""
+
+
+def test_the_heaviest_kernel_streams_first_and_the_lowering_is_the_same():
+    options = CodegenOptions()
+    sent = []
+    streamed = lower_module(parse_module(HEAVY_LAST), options, on_kernel=sent.append)
+    walked = lower_module(parse_module(HEAVY_LAST), options)
+    assert "convolution" not in walked.kernels[0].llvm_ir and len(sent) == 2
+    assert sent[0].work > sent[1].work and sent == sorted(streamed.kernels, key=lambda p: -p.work)
+    assert streamed.parts[0].llvm_ir == walked.parts[0].llvm_ir      # the driver: calls in program order
+    assert sorted(p.llvm_ir for p in streamed.kernels) == sorted(p.llvm_ir for p in walked.kernels)
+
+
+def test_strength_reduction_is_the_runtime_librarys_alone(monkeypatch, tmp_path):
+    from hlo.codegen import object_cache, target
+    from hlo.codegen.options import Part
+    kernel = lower_module(parse_module(HEAVY_LAST), CodegenOptions()).kernels[0]
+    assert not kernel.strength_reduction
+    on = Part(kernel.name, kernel.llvm_ir, kernel.opt_level, kernel.work, kernel.vectorize, strength_reduction=True)
+    options = CodegenOptions()
+    assert object_cache.part_key(kernel, options, OutputKind.OBJECT, True) != \
+        object_cache.part_key(on, options, OutputKind.OBJECT, True)
+    without = target.compile_part(kernel, options, OutputKind.OBJECT, True).data
+    with_it = target.compile_part(on, options, OutputKind.OBJECT, True).data
+    assert without != with_it
+    assert target.compile_part(kernel, options, OutputKind.OBJECT, True).data == without   # switched back
+    monkeypatch.setenv("HLO_RUNTIME_CACHE", str(tmp_path))
+    built = []
+    monkeypatch.setattr(runtime_library, "compile_part", lambda part, *a: built.append(part) or target.compile_part(part, *a))
+    monkeypatch.setattr(runtime_library, "_BUILT", {})
+    runtime_library.runtime_code(CodegenOptions(opt_level=1))
+    assert built and all(part.strength_reduction for part in built)
