@@ -164,20 +164,30 @@ class DriverLowering(Lowering):
         self.debug.loop_iterated()
 
     def _emit(self, inst: Instruction) -> None:
-        if EMITTERS.details(inst.opcode).get("in_driver"):   # collectives: the entry's hook table
-            emit_instruction(self, inst)
-            return
-        if _names_buffers_only(inst, self.a) or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+        work = self._kernel_work(inst)
+        if work is None:
             self.loop_depth += inst.opcode == Op.WHILE
             emit_instruction(self, inst)
             self.loop_depth -= inst.opcode == Op.WHILE
             return
-        work = instruction_work(inst) * LOOP_WEIGHT ** self.loop_depth
-        if work <= INLINE_WORK and id(inst) not in self.a.scratch:
+        if self._inline(inst, work):
             self.inline += 1
             emit_instruction(self, inst)
             return
         self.call_instruction_kernel(inst, work)
+
+    def _kernel_work(self, inst: Instruction) -> Optional[int]:
+        """The work of inst's code here (weighted by the loops around), or None when the driver
+        emits it as it is: collectives (the entry's hook table), names of buffers, and control
+        flow around computations."""
+        if EMITTERS.details(inst.opcode).get("in_driver") or _names_buffers_only(inst, self.a) \
+                or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
+            return None
+        return instruction_work(inst) * LOOP_WEIGHT ** self.loop_depth
+
+    def _inline(self, inst: Instruction, work: int) -> bool:
+        """Whether inst is light enough to emit in the driver rather than as a kernel."""
+        return work <= INLINE_WORK and id(inst) not in self.a.scratch
 
     def call_instruction_kernel(self, inst: Instruction, work: int) -> None:
         """Call inst's kernel: one emitted for an instruction of the same signature, or a new one."""
@@ -194,13 +204,11 @@ class DriverLowering(Lowering):
         self._remember(signature, inst, code, arguments, gemm, windowed)
 
     def _remember(self, signature, inst: Instruction, code: Part, arguments: list[Buffer], gemm: bool,
-                  windowed: bool) -> bool:
-        """Keep inst's kernel for the instructions of the same signature (when its arguments have
-        roles); whether it was kept."""
+                  windowed: bool) -> None:
+        """Keep inst's kernel for the instructions of the same signature (when its arguments have roles)."""
         roles = _roles_of_arguments(arguments, buffer_roles(inst, self.a) if signature is not None else None)
         if roles is not None:
             self._by_signature[signature] = (code, roles, gemm, windowed)
-        return roles is not None
 
     def emit_heaviest_kernels_first(self) -> None:
         """With kernels streamed to the compile workers (on_kernel), the kernels of the entry's
@@ -213,7 +221,7 @@ class DriverLowering(Lowering):
         candidates = []
         for index, inst in enumerate(self.module.entry.instructions):
             work = self._kernel_work(inst)
-            if work is not None:
+            if work is not None and not self._inline(inst, work):
                 candidates.append((-work, index, inst))
         # Kernels calling the runtime's multiply are the cheap ones to compile whatever their work.
         heaviest = [(uses_gemm(inst), negative_work, index, inst)
@@ -225,15 +233,6 @@ class DriverLowering(Lowering):
             windowed = is_windowed(inst)
             kernel, arguments = self._new_kernel(lambda k: emit_instruction(k, inst), -negative_work, gemm, windowed)
             self._remember(signature, inst, kernel, arguments, gemm, windowed)
-
-    def _kernel_work(self, inst: Instruction) -> Optional[int]:
-        """The work of the kernel an entry instruction is called as by _emit, or None when it has
-        none (emitted in the driver, inline, or as control flow around computations)."""
-        if EMITTERS.details(inst.opcode).get("in_driver") or _names_buffers_only(inst, self.a) \
-                or inst.info.has(Trait.RUNS_COMPUTATIONS_AS_CODE):
-            return None
-        work = instruction_work(inst)
-        return work if work > INLINE_WORK or id(inst) in self.a.scratch else None
 
     def copy_relayout(self, dst: Buffer, src: Buffer) -> None:
         """A copy between layouts (results, while-loop state): a kernel unless tiny."""
