@@ -139,7 +139,7 @@ def _contraction_work(inst: Instruction) -> int:
     kernel = inst.operands[1].shape
     features = kernel.dims[conv_dims(inst).kernel_output_feature]
     window = inst.attrs.get("window")
-    holes = math.prod(wd.base_dilation for wd in window.dims) if window is not None else 1   # taps never reached
+    holes = math.prod(wd.base_dilation for wd in window.dims) if window is not None else 1   # taps on holes: skipped
     return max(_elements(inst.shape) * (_elements(kernel) // max(features, 1)) // holes, 1)
 
 

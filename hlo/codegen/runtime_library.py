@@ -13,7 +13,7 @@ the runtime folder ($HLO_RUNTIME_CACHE, default <cache>/runtime, beside the part
 
 A module's compile therefore never includes them, as XLA:CPU's compiles never include the
 runtime (Eigen's kernels) that comes compiled in jaxlib. The first compile on a machine builds
-them (about 0.2 s) and reports it as the "runtime library" phase. The functions' names carry
+them (about 0.4 s) and reports it as the "runtime library" phase. The functions' names carry
 the tag, so builds for two targets (say, the host and `-avx512f`) live side by side in one
 process.
 """
