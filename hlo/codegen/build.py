@@ -25,7 +25,7 @@ from .compile_report import CompileStats, ProgressBar
 from .object_cache import ObjectCache, part_key
 from .options import CodegenOptions, LoweredModule, Part, link_parts
 from .runtime_library import runtime_code
-from .target import OutputKind, compile_part, resolved_target, strength_reduction, target_machine
+from .target import OutputKind, compile_part, resolved_target, set_strength_reduction, target_machine
 
 
 class PartStream:
@@ -114,12 +114,13 @@ def compile_object(lowered: LoweredModule, options: CodegenOptions = CodegenOpti
     """One object file for the options' target (host by default) defining the entry function."""
     stats = stats if stats is not None else CompileStats()
     linked = linked_module(lowered, options, stats, progress)
-    with stats.phase("machine code"), strength_reduction(True):   # one object: the runtime's loops too
+    set_strength_reduction(True)   # one object: the runtime library's loops are in it too
+    with stats.phase("machine code"):
         return target_machine(options, False, options.opt_level).emit_object(linked)
 
 
 def compile_assembly(lowered: LoweredModule, options: CodegenOptions = CodegenOptions()) -> str:
     """The optimised code as target assembly text."""
     linked = linked_module(lowered, options)
-    with strength_reduction(True):
-        return target_machine(options, False, options.opt_level).emit_assembly(linked)
+    set_strength_reduction(True)
+    return target_machine(options, False, options.opt_level).emit_assembly(linked)

@@ -469,8 +469,13 @@ class ContractionEmitter:
             shape = Shape.array(p.scalar, [lhs.shape.dims[cd.input_batch]]
                                 + [lhs.shape.dims[d] for d in cd.input_spatial] + [p.run])
             position_dims = list(range(spatial + 1))
-        if spatial <= conv_table.MAX_SPATIAL:
-            self._call_conv_table(p, shape, position_dims, out_sizes, tap_sizes, table, a_base, zeros, offsets)
+        if spatial <= conv_table.MAX_SPATIAL:   # the runtime library's function, given the geometry
+            element_strides = strides(shape)
+            dims = [_table_dimension(wdims[s] if s < len(wdims) else None, out_sizes[s + 1], tap_sizes[s],
+                                     lhs.shape.dims[cd.input_spatial[s]],
+                                     element_strides[position_dims[s + 1]] * p.elem_bytes) for s in range(spatial)]
+            values = conv_table.geometry(out_sizes[0], element_strides[position_dims[0]] * p.elem_bytes, dims)
+            conv_table.call(b, self.gemm.declare, table, a_base, zeros, values, offsets)
             return
         with self.low.ctx.loop_nest(out_sizes + tap_sizes, loop_id=self._scalar_loop) as idx:
             pixel, taps = idx[:spatial + 1], idx[spatial + 1:]
@@ -486,25 +491,6 @@ class ContractionEmitter:
             entry = b.add(b.mul(row_major_offset(b, pixel, out_sizes), const64(p.taps)),
                           row_major_offset(b, taps, tap_sizes))
             b.store(b.select(inside, pointer, zeros), b.gep(table, [entry], source_etype=PTR))
-
-    def _call_conv_table(self, p: Plan, shape: Shape, position_dims, out_sizes, tap_sizes, table, a_base,
-                         zeros, offsets) -> None:
-        """The table built by the runtime library (conv_table.py) from the convolution's geometry."""
-        inst = p.inst
-        cd = conv_dims(inst)
-        window = inst.attrs.get("window")
-        wdims = window.dims if window is not None else ()
-        element_strides = strides(shape)
-        dims = []
-        for s, size in enumerate(tap_sizes):
-            w = wdims[s] if s < len(wdims) else None
-            dims.append(dict(outputs=out_sizes[s + 1], taps=size, stride=w.stride if w else 1,
-                             padding_low=w.padding_low if w else 0, window_dilation=w.window_dilation if w else 1,
-                             base_dilation=w.base_dilation if w else 1, reversed=int(bool(w and w.window_reversal)),
-                             input_size=inst.operands[0].shape.dims[cd.input_spatial[s]],
-                             input_stride=element_strides[position_dims[s + 1]] * p.elem_bytes))
-        values = conv_table.geometry(out_sizes[0], element_strides[position_dims[0]] * p.elem_bytes, dims)
-        conv_table.call(self.b, self.gemm.declare, table, a_base, zeros, values, offsets)
 
     def _tap_source(self, out, tap, w, taps: int, size: int):
         """(whether the window position reads an input element, its clamped input index) for
@@ -523,3 +509,9 @@ class ContractionEmitter:
         ok = b.and_(ok, b.icmp_signed("<", pos, const64(size)))
         return ok, b.select(ok, pos, const64(0))
 
+
+def _table_dimension(w, outputs: int, taps: int, input_size: int, input_stride: int) -> dict:
+    """One spatial dimension of conv_table's geometry (w: its window dimension, or None)."""
+    return dict(outputs=outputs, taps=taps, stride=w.stride if w else 1, padding_low=w.padding_low if w else 0,
+                window_dilation=w.window_dilation if w else 1, base_dilation=w.base_dilation if w else 1,
+                reversed=int(bool(w and w.window_reversal)), input_size=input_size, input_stride=input_stride)

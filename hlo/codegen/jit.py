@@ -91,13 +91,13 @@ class JitExecutable:
             # While the workers compile: what does not need their objects (a stored lowering whose
             # objects are missing is not used), and the engine the objects go into.
             _store_lowering(meta_path, lowered, options)
-            engine = self._new_engine(options, lowered)
+            engine = self._empty_engine(options, lowered)
             objects = part_objects(lowered, options, self.stats, progress, stream=stream)
         else:
             lowered, objects = cached
             self.stats.count_lowered(lowered)
             self.stats.cache_hits = len(lowered.parts)
-            engine = self._new_engine(options, lowered)
+            engine = self._empty_engine(options, lowered)
         self.lowered = lowered
         with self.stats.phase("loading"):
             self._engine = _load_objects(engine, [objects[p.name] for p in lowered.parts])
@@ -126,7 +126,7 @@ class JitExecutable:
         self._flat_entry = not any(s.is_tuple for s in self._entry_shapes)   # one leaf per argument
         self._profile = profile_counters(self._engine, self.NAME, len(lowered.profile))
 
-    def _new_engine(self, options: CodegenOptions, lowered: LoweredModule) -> llvm.ExecutionEngine:
+    def _empty_engine(self, options: CodegenOptions, lowered: LoweredModule) -> llvm.ExecutionEngine:
         if lowered.runtime:
             load_for_jit(options, self.stats)   # once per process (built once per machine)
         with self.stats.phase("loading"):

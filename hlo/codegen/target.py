@@ -17,7 +17,6 @@ import functools
 import os
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -32,18 +31,15 @@ def _initialise() -> None:
     llvm.initialize_native_asmprinter()
 
 
-_STRENGTH_REDUCTION = [True]   # LLVM's default, until strength_reduction() sets it
+_STRENGTH_REDUCTION = [True]   # LLVM's default, until set_strength_reduction() changes it
 
 
-@contextmanager
-def strength_reduction(enabled: bool):
-    """Machine code emitted inside runs LLVM's loop strength reduction or not. The switch is
-    LLVM's command-line option, global to the process (and to llvmlite's lock), so it is set
-    for the emit and left as it is for the next one."""
+def set_strength_reduction(enabled: bool) -> None:
+    """Whether machine code emitted from now on runs LLVM's loop strength reduction. The switch is
+    LLVM's command-line option, global to the process, so every emit sets it for itself."""
     if _STRENGTH_REDUCTION[0] != enabled:
         llvm.set_option("", f"-disable-lsr={'false' if enabled else 'true'}")
         _STRENGTH_REDUCTION[0] = enabled
-    yield
 
 
 def host_triple() -> str:
@@ -199,8 +195,8 @@ def compile_part(part, options, kind: str, jit: bool) -> PartResult:
     ref, tm = parse_and_optimize(part.llvm_ir, options, jit, part.opt_level, part.vectorize)
     optimised = time.process_time()
     if kind == OutputKind.OBJECT:
-        with strength_reduction(part.strength_reduction):
-            data = tm.emit_object(ref)
+        set_strength_reduction(part.strength_reduction)
+        data = tm.emit_object(ref)
     else:
         data = ref.as_bitcode()   # (strength reduction belongs to machine code: the object's emit decides)
     return PartResult(part.name, data, optimised - start, time.process_time() - optimised, os.getpid())
